@@ -1,0 +1,500 @@
+"""The user side's decisions as a pure step function.
+
+``UserCore.on_frame(state, frame, direction, now) -> (state, effects)`` is
+the whole user aggregator minus the plumbing. For each frame, in this order:
+
+1. **mute**: the frame is judged by the mute state from *before* it; every
+   mute strategy then sees it, and a change is announced;
+2. **the frame itself**: transcripts are gathered, context frames applied,
+   everything else forwarded;
+3. **the turn controller**, then **the idle watch**.
+
+The order is the point: a turn that ends on a transcript has that
+transcript in its message, because the transcript was gathered before the
+strategies decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from ..frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    CancelFrame,
+    EndFrame,
+    Frame,
+    InputAudioRawFrame,
+    InterimTranscriptionFrame,
+    InterruptionFrame,
+    LLMMessagesAppendFrame,
+    LLMMessagesTransformFrame,
+    LLMMessagesUpdateFrame,
+    LLMRunFrame,
+    LLMServiceMetadataFrame,
+    LLMSetToolChoiceFrame,
+    LLMSetToolsFrame,
+    ProposedUserStartedSpeakingFrame,
+    ProposedUserStoppedSpeakingFrame,
+    StartFrame,
+    STTMetadataFrame,
+    TranscriptionFrame,
+    TranslationFrame,
+    UserMuteStartedFrame,
+    UserMuteStoppedFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from ..pipeline.stage import DOWN, UP, Direction
+from ..text.parts import Part, concatenate
+from ..turns.config import TurnsConfig
+from ..turns.controller import (
+    AggregationReset,
+    ControllerEffect,
+    InferenceTriggered,
+    StopTimedOut,
+    StrategyCall,
+    StrategyPush,
+    StrategyTimer,
+    TurnController,
+    TurnStarted,
+    TurnState,
+    TurnStopped,
+)
+from ..turns.idle import IDLE_TYPES, IdleState, idle_fired, idle_step
+from ..turns.mute import MuteState, MuteStrategy, mute_initial, mute_step, mute_types
+from .effects import (
+    Broadcast,
+    Call,
+    Callback,
+    Effect,
+    Emit,
+    EmitContext,
+    Raise,
+    Requeue,
+    StopTimers,
+    Timer,
+    Write,
+)
+from ..events import Lazy
+from .reports import UserTurnMessageAdded, UserTurnStopped, iso8601
+
+__all__ = [
+    "IDLE_OWNER",
+    "USER_EVENTS",
+    "USER_INPUT",
+    "AnalyzeAudio",
+    "UserCore",
+    "UserState",
+]
+
+USER_EVENTS = (
+    "on_user_turn_started",
+    "on_user_turn_stopped",
+    "on_user_turn_inference_triggered",
+    "on_user_turn_stop_timeout",
+    "on_user_turn_idle",
+    "on_user_turn_message_added",
+    "on_user_mute_started",
+    "on_user_mute_stopped",
+)
+"""The events of the user half of a pair (plus ``on_error``)."""
+
+IDLE_OWNER = -2
+"""The owner index of the idle timer."""
+
+USER_INPUT: frozenset[type[Frame]] = frozenset({
+    InterruptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
+    ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame, InputAudioRawFrame, InterimTranscriptionFrame, TranscriptionFrame,
+})
+"""What counts as the user's input: dropped (not queued) while the user is muted."""
+
+_OWN: frozenset[type[Frame]] = frozenset({
+    StartFrame, EndFrame, CancelFrame, TranscriptionFrame, InterimTranscriptionFrame, TranslationFrame,
+    LLMRunFrame, LLMMessagesAppendFrame, LLMMessagesUpdateFrame, LLMMessagesTransformFrame,
+    LLMSetToolsFrame, LLMSetToolChoiceFrame, ProposedUserStartedSpeakingFrame,
+    ProposedUserStoppedSpeakingFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, STTMetadataFrame, LLMServiceMetadataFrame,
+})
+
+_STARTED = UserStartedSpeakingFrame()
+_STOPPED = UserStoppedSpeakingFrame()
+
+
+class AnalyzeAudio(NamedTuple):
+    """Run the aggregator's own VAD over this (unmuted) audio."""
+
+    frame: InputAudioRawFrame
+
+
+class UserState(NamedTuple):
+    """Everything the user side remembers between frames."""
+
+    turn: TurnState
+    mute: MuteState
+    idle: IdleState
+    parts: tuple[Part, ...] = ()
+    started_at: float | None = None
+    whole: str = ""
+    user_id: str = ""
+    answered_at: float | None = None
+    speech_since: bool = False
+    vad_seen: bool = False
+    bot_speaking: bool = False
+    interrupted_bot: bool = False
+    recoveries: int = 0
+    mute_announced: bool = True
+    ended: bool = False
+
+
+class _Work:
+    """The mutable scratch of one step: loaded from a state, stored as a new one (never escapes)."""
+
+    __slots__ = UserState._fields
+
+    def __init__(self, s: UserState) -> None:
+        (self.turn, self.mute, self.idle, self.parts, self.started_at, self.whole, self.user_id,
+         self.answered_at, self.speech_since, self.vad_seen, self.bot_speaking, self.interrupted_bot,
+         self.recoveries, self.mute_announced, self.ended) = s
+
+    def store(self) -> UserState:
+        return _new_state(UserState, (
+            self.turn, self.mute, self.idle, self.parts, self.started_at, self.whole, self.user_id,
+            self.answered_at, self.speech_since, self.vad_seen, self.bot_speaking, self.interrupted_bot,
+            self.recoveries, self.mute_announced, self.ended,
+        ))
+
+
+_new_state = tuple.__new__
+
+
+def _stopped(strategy: Any, w: _Work, now: float) -> Lazy:
+    started = now if w.started_at is None else w.started_at
+    whole, uid = w.whole, w.user_id
+    return Lazy(lambda: UserTurnStopped(strategy, whole, iso8601(started), uid))
+
+
+def _add_user(text: str) -> Write:
+    return Write(lambda c: c.add_user_message(text))
+
+
+class UserCore:
+    """The user aggregator's logic, configured once and shared by every session."""
+
+    def __init__(
+        self,
+        turns: TurnsConfig,
+        mute: Sequence[MuteStrategy[Any]] = (),
+        *,
+        tool_change_messages: bool = False,
+        has_vad: bool = False,
+    ) -> None:
+        start, stop = turns.chains()
+        self.turns = turns
+        self.controller = TurnController(start, stop, turns.stop_timeout)
+        self.mute: tuple[MuteStrategy[Any], ...] = (*mute, *turns.mute)
+        self.mute_types = mute_types(self.mute)
+        self.tool_change_messages = tool_change_messages
+        self.has_vad = has_vad
+        self.late_window = turns.late_transcript_window
+        self.empty_turn = turns.empty_turn
+        handled = _OWN | self.controller.handled_types | self.mute_types | IDLE_TYPES
+        if self.mute:
+            handled |= USER_INPUT
+        if has_vad:
+            handled |= {InputAudioRawFrame}
+        self.handled_types: frozenset[type[Frame]] = frozenset(handled)
+        # Handled only for their effect on mute, turns or idle: the frame itself just goes on.
+        self._forward_only = self.handled_types - _OWN - {InputAudioRawFrame}
+
+    def initial(self) -> UserState:
+        """The state a session starts with."""
+        mute = mute_initial(self.mute)
+        return UserState(
+            turn=self.controller.initial(),
+            mute=mute,
+            idle=IdleState(timeout=float(self.turns.idle_timeout or 0.0)),
+            mute_announced=not mute.muted,
+        )
+
+    # -- frames ------------------------------------------------------------------
+
+    def on_frame(
+        self, s: UserState, frame: Frame, direction: Direction, now: float
+    ) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+        """Handle one frame."""
+        out: list[Effect | AnalyzeAudio] = []
+        w = _Work(s)
+        t = type(frame)
+        if t is StartFrame:
+            out.append(Emit(frame, direction))
+            if not w.mute_announced:
+                self._announce(w, True, out)
+            if t in self.controller.handled_types:
+                self._controller(w, frame, now, out, may_start=True)
+            return w.store(), out
+        if t is EndFrame:
+            out.append(Emit(frame, direction))
+            self._session_end(w, now, out)
+            return w.store(), out
+        if t is CancelFrame:
+            self._session_end(w, now, out)
+            out.append(Emit(frame, direction))
+            return w.store(), out
+
+        if self.mute:
+            if not w.mute_announced:
+                self._announce(w, True, out)
+            prior = w.mute.muted
+            if t in self.mute_types:
+                w.mute = mute_step(self.mute, w.mute, frame)
+                if w.mute.muted != prior:
+                    self._announce(w, w.mute.muted, out)
+            if prior and t in USER_INPUT:
+                return w.store(), out
+
+        may_start = True
+        if t in self._forward_only:
+            out.append(Emit(frame, direction))
+        elif t is TranscriptionFrame:
+            text = frame.text  # type: ignore[attr-defined]
+            if text.strip():
+                if w.started_at is None:
+                    w.started_at = now
+                w.parts = (*w.parts, Part(text, frame.includes_inter_frame_spaces))  # type: ignore[attr-defined]
+                w.user_id = frame.user_id or w.user_id  # type: ignore[attr-defined]
+            may_start = self._may_start(w, now)
+        elif t is InterimTranscriptionFrame:
+            may_start = self._may_start(w, now)
+        elif t is TranslationFrame:
+            pass
+        elif t is VADUserStartedSpeakingFrame:
+            w.vad_seen = w.speech_since = True
+            out.append(Emit(frame, direction))
+        elif t is VADUserStoppedSpeakingFrame:
+            w.vad_seen = True
+            out.append(Emit(frame, direction))
+        elif t is BotStartedSpeakingFrame:
+            w.bot_speaking = True
+            out.append(Emit(frame, direction))
+        elif t is BotStoppedSpeakingFrame:
+            w.bot_speaking = False
+            out.append(Emit(frame, direction))
+        elif t is LLMRunFrame:
+            out.append(EmitContext(DOWN))
+        elif t is LLMMessagesAppendFrame or t is LLMMessagesUpdateFrame or t is LLMMessagesTransformFrame:
+            out.append(_context_update(frame))
+            if getattr(frame, "run_llm", None):
+                out.append(EmitContext(DOWN))
+        elif t is LLMSetToolsFrame:
+            tools = frame.tools  # type: ignore[attr-defined]
+            if self.tool_change_messages:
+                out.append(Write(lambda c: c.announce_tool_change(tools)))
+            else:
+                out.append(Write(lambda c: c.set_tools(tools)))
+            out.append(Emit(frame, direction))
+        elif t is LLMSetToolChoiceFrame:
+            choice = frame.tool_choice  # type: ignore[attr-defined]
+            out.append(Write(lambda c: c.set_tool_choice(choice)))
+        elif t is ProposedUserStartedSpeakingFrame:
+            if not self.controller.resolves_proposed_starts:
+                out.append(Emit(frame, direction))
+        elif t is ProposedUserStoppedSpeakingFrame:
+            if not self.controller.resolves_proposed_stops:
+                out.append(Emit(frame, direction))
+        else:
+            out.append(Emit(frame, direction))
+            if t is InputAudioRawFrame and self.has_vad:
+                out.append(AnalyzeAudio(frame))  # type: ignore[arg-type]
+
+        if t in self.controller.handled_types:
+            self._controller(w, frame, now, out, may_start=may_start)
+        if t in IDLE_TYPES:
+            self._idle(w, frame, out)
+        return w.store(), out
+
+    def _may_start(self, w: _Work, now: float) -> bool:
+        """Whether a transcript may open a turn (a late tail of an answered turn may not)."""
+        if w.turn.open or not w.vad_seen or w.speech_since or w.answered_at is None:
+            return True
+        return now - w.answered_at > self.late_window
+
+    # -- timers and results ----------------------------------------------------------
+
+    def on_timer(self, s: UserState, owner: int, key: str, now: float) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+        """A timer of this session fired."""
+        out: list[Effect | AnalyzeAudio] = []
+        w = _Work(s)
+        if owner == IDLE_OWNER:
+            w.idle, effects = idle_fired(w.idle)
+            for e in effects:
+                if e.kind == "fire":
+                    out.append(Raise("on_user_turn_idle"))
+                    if self.turns.on_idle is not None:
+                        out.append(Callback(self.turns.on_idle))
+            return w.store(), out
+        w.turn, ce = self.controller.on_timer(w.turn, owner, key, now)
+        self._apply(w, ce, now, out)
+        return w.store(), out
+
+    def on_result(
+        self, s: UserState, owner: int, key: str, value: Any, now: float
+    ) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+        """A strategy's resource call came back."""
+        out: list[Effect | AnalyzeAudio] = []
+        w = _Work(s)
+        w.turn, ce = self.controller.on_result(w.turn, owner, key, value, now)
+        self._apply(w, ce, now, out)
+        return w.store(), out
+
+    def end_of_input(self, s: UserState, now: float) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+        """The input completed: like an end frame, without one to forward."""
+        out: list[Effect | AnalyzeAudio] = []
+        w = _Work(s)
+        self._session_end(w, now, out)
+        return w.store(), out
+
+    # -- pieces ----------------------------------------------------------------------
+
+    def _announce(self, w: _Work, muted: bool, out: list[Effect | AnalyzeAudio]) -> None:
+        if muted:
+            out.append(Raise("on_user_mute_started"))
+            out.append(Broadcast(UserMuteStartedFrame()))
+        else:
+            out.append(Raise("on_user_mute_stopped"))
+            out.append(Broadcast(UserMuteStoppedFrame()))
+        w.mute_announced = True
+
+    def _controller(
+        self, w: _Work, frame: Frame, now: float, out: list[Effect | AnalyzeAudio], *, may_start: bool
+    ) -> None:
+        w.turn, ce = self.controller.on_frame(w.turn, frame, now, may_start=may_start)
+        if ce:
+            self._apply(w, ce, now, out)
+
+    def _apply(self, w: _Work, effects: list[ControllerEffect], now: float, out: list[Effect | AnalyzeAudio]) -> None:
+        for e in effects:
+            et = type(e)
+            if et is StrategyTimer:
+                out.append(Timer(e.owner, e.key, e.delay))  # type: ignore[union-attr]
+            elif et is TurnStarted:
+                self._turn_started(w, e, now, out)  # type: ignore[arg-type]
+            elif et is InferenceTriggered:
+                self._commit(w, now, out)
+                out.append(Raise("on_user_turn_inference_triggered", e.strategy))  # type: ignore[union-attr]
+            elif et is TurnStopped:
+                self._turn_stopped(w, e, now, out)  # type: ignore[arg-type]
+            elif et is StopTimedOut:
+                out.append(Raise("on_user_turn_stop_timeout"))
+            elif et is AggregationReset:
+                w.parts = ()
+            elif et is StrategyPush:
+                p: StrategyPush = e  # type: ignore[assignment]
+                if p.both_ways:
+                    out.append(Requeue(p.frame, DOWN))
+                    out.append(Emit(p.frame, UP))
+                elif p.direction is DOWN:
+                    out.append(Requeue(p.frame, DOWN))
+                else:
+                    out.append(Emit(p.frame, p.direction))
+            elif et is StrategyCall:
+                c: StrategyCall = e  # type: ignore[assignment]
+                out.append(Call(c.owner, c.key, c.fn, c.offload))
+
+    def _turn_started(self, w: _Work, e: TurnStarted, now: float, out: list[Effect | AnalyzeAudio]) -> None:
+        w.started_at = now
+        w.whole = ""
+        w.interrupted_bot = e.interruptions and w.bot_speaking
+        if e.speaking_frames:
+            out.append(Broadcast(_STARTED))
+        self._idle(w, _STARTED, out)
+        if e.interruptions:
+            out.append(Broadcast(InterruptionFrame()))
+        out.append(Raise("on_user_turn_started", e.strategy))
+
+    def _commit(self, w: _Work, now: float, out: list[Effect | AnalyzeAudio]) -> None:
+        """Write what was gathered as one user message and ask the model to answer."""
+        if not w.parts:
+            return
+        text = concatenate(w.parts)
+        w.parts = ()
+        if not text:
+            return
+        started = now if w.started_at is None else w.started_at
+        uid = w.user_id
+        out.append(_add_user(text))
+        out.append(EmitContext(DOWN))
+        out.append(Raise("on_user_turn_message_added", Lazy(lambda: UserTurnMessageAdded(text, iso8601(started), uid))))
+        w.whole = f"{w.whole} {text}".strip() if w.whole else text
+
+    def _turn_stopped(self, w: _Work, e: TurnStopped, now: float, out: list[Effect | AnalyzeAudio]) -> None:
+        if e.speaking_frames:
+            out.append(Broadcast(_STOPPED))
+        self._idle(w, _STOPPED, out)
+        self._commit(w, now, out)
+        out.append(Raise("on_user_turn_stopped", _stopped(e.strategy, w, now)))
+        if w.whole:
+            w.recoveries = 0
+            w.answered_at = now
+        else:
+            self._empty_turn(w, out)
+            w.answered_at = None
+        w.started_at = None
+        w.whole = ""
+        w.speech_since = False
+        w.interrupted_bot = False
+
+    def _empty_turn(self, w: _Work, out: list[Effect | AnalyzeAudio]) -> None:
+        """A turn with no words: if it cut the bot off for nothing, have the model ask again."""
+        cfg = self.empty_turn
+        if cfg is None:
+            return
+        prompt = cfg.interrupted_prompt if w.interrupted_bot else cfg.idle_prompt
+        if not prompt or w.recoveries >= cfg.max_consecutive_recoveries or w.mute.muted or w.idle.calls > 0:
+            return
+        out.append(Write(lambda c: c.add_developer_message(prompt)))
+        out.append(EmitContext(DOWN))
+        w.recoveries += 1
+
+    def _session_end(self, w: _Work, now: float, out: list[Effect | AnalyzeAudio]) -> None:
+        """End or cancel: whatever the user said is written; nothing is lost."""
+        if w.ended:
+            return
+        self._commit(w, now, out)
+        if w.whole:
+            out.append(Raise("on_user_turn_stopped", _stopped(None, w, now)))
+        out.append(StopTimers())
+        w.whole = ""
+        w.started_at = None
+        w.ended = True
+        w.turn = w.turn._replace(open=False)
+
+    def _idle(self, w: _Work, frame: Frame, out: list[Effect | AnalyzeAudio]) -> None:
+        w.idle, effects = idle_step(w.idle, frame)
+        for e in effects:
+            if e.kind == "arm":
+                out.append(Timer(IDLE_OWNER, "idle", e.delay))
+            elif e.kind == "disarm":
+                out.append(Timer(IDLE_OWNER, "idle", None))
+
+
+def _context_update(frame: Frame) -> Write:
+    if isinstance(frame, LLMMessagesAppendFrame):
+        messages = list(frame.messages)
+        return Write(lambda c: c.add_messages(messages))
+    if isinstance(frame, LLMMessagesUpdateFrame):
+        replacement = list(frame.messages)
+        return Write(lambda c: c.set_messages(replacement))
+    assert isinstance(frame, LLMMessagesTransformFrame)
+    transform = frame.transform
+    return Write(lambda c: c.transform_messages(transform))
+
+
+def context_update(frame: Frame) -> Write:
+    """The write a messages append/update/transform frame asks for."""
+    return _context_update(frame)
+

@@ -1,0 +1,115 @@
+"""Running a VAD inside the user aggregator (``Pair(vad=VADConfig(analyzer))``)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reactivex import abc
+
+from ..errors import ConfigurationError, InvalidAudioError
+from ..frames import InputAudioRawFrame
+from ..pipeline.stage import DOWN
+from ..turns.vad_controller import VADControllerState, VADSettings, vad_audio_idle, vad_step
+
+if TYPE_CHECKING:
+    from .effects import ShellSession
+
+__all__ = ["VADConfig"]
+
+log = logging.getLogger("rxvoice.aggregators.vad")
+
+
+@dataclass(frozen=True)
+class VADConfig:
+    """A VAD run by the user aggregator itself.
+
+    Use it when the aggregator is the only thing that needs voice activity;
+    where a transport, a recorder or an interruption decision needs it too,
+    put the VAD operator after the input instead (running both analyzes the
+    audio twice). Muted audio never reaches the analyzer.
+
+    Args:
+        analyzer: A VAD analyzer (:class:`rxvoice.audio.vad.SileroVADAnalyzer`,
+            :class:`rxvoice.audio.vad.WebRTCVADAnalyzer`). One analyzer keeps
+            one stream's state: give each pair its own.
+        audio_idle_timeout: With the user speaking and no audio arriving at
+            all for this long, take the speech to have stopped (a microphone
+            muted mid-utterance). ``0`` turns the watch off.
+        speech_activity_period: At most one user-speaking heartbeat per this
+            many seconds.
+    """
+
+    analyzer: Any
+    audio_idle_timeout: float = 1.0
+    speech_activity_period: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.analyzer is None or not hasattr(self.analyzer, "analyze_audio"):
+            raise ConfigurationError(f"VADConfig needs a VAD analyzer, got {self.analyzer!r}")
+        VADSettings(audio_idle_timeout=self.audio_idle_timeout, speech_activity_period=self.speech_activity_period)
+
+    def settings(self) -> VADSettings:
+        """The timing the analyzer's parameters and this config imply."""
+        params = getattr(self.analyzer, "params", None)
+        return VADSettings(
+            start_secs=float(getattr(params, "start_secs", 0.2)),
+            stop_secs=float(getattr(params, "stop_secs", 0.2)),
+            speech_activity_period=self.speech_activity_period,
+            audio_idle_timeout=self.audio_idle_timeout,
+        )
+
+    def open(self, session: ShellSession) -> _InlineVAD:
+        """Start the VAD for one session of the aggregator."""
+        return _InlineVAD(self, session)
+
+
+class _InlineVAD:
+    """The VAD of one aggregator session: its frames are fed back into the aggregator."""
+
+    def __init__(self, config: VADConfig, session: ShellSession) -> None:
+        self.analyzer = config.analyzer
+        self.settings = config.settings()
+        self.session = session
+        self.state = VADControllerState()
+        self._idle: abc.DisposableBase | None = None
+
+    def analyze(self, frame: InputAudioRawFrame) -> None:
+        try:
+            analyzer_state = self.analyzer.analyze_audio(frame.audio)
+        except InvalidAudioError as exc:
+            self.session.port.report_error(exc, frame)
+            return
+        now = self.session.port.time()
+        self.state, decision = vad_step(self.state, analyzer_state, now, self.settings)
+        self._apply(decision)
+
+    def _apply(self, decision: Any) -> None:
+        port = self.session.port
+        for frame in decision.frames:
+            port.requeue(frame, DOWN)
+            port.push_up(frame)
+        if decision.disarm_idle and self._idle is not None:
+            self._idle.dispose()
+            self._idle = None
+        if decision.arm_idle:
+            if self._idle is not None:
+                self._idle.dispose()
+            self._idle = port.call_later(self.settings.audio_idle_timeout, self._audio_idle)
+
+    def _audio_idle(self) -> None:
+        self._idle = None
+        self.state, decision = vad_audio_idle(self.state, self.session.port.time(), self.settings)
+        self._apply(decision)
+
+    def close(self) -> None:
+        if self._idle is not None:
+            self._idle.dispose()
+        closer = getattr(self.analyzer, "reset", None)
+        if callable(closer):
+            try:
+                closer()
+            except Exception:
+                log.exception("resetting the VAD analyzer failed; contained")
+

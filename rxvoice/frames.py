@@ -1,0 +1,811 @@
+"""Frame types: the values that travel through an rxvoice pipeline.
+
+Frames are immutable (``frozen=True, slots=True``) so a frame handed to one
+stage can never be changed under another. They come in three kinds, as in
+Pipecat:
+
+* **system** frames (interruptions, speaking and mute notices, cancel) are
+  never held back: they pass every gate;
+* **data** frames (audio, text, transcriptions, contexts) carry the
+  conversation;
+* **control** frames (response start and end, end of stream) delimit it.
+
+A frame does not carry its direction: the stream it travels on does.
+Class names and field names follow Pipecat where it has them, so Pipecat
+users feel at home.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .errors import InvalidAudioError, InvalidTranscriptError
+
+if TYPE_CHECKING:
+    from .context import ContextSnapshot, LLMContext
+    from .summarization import SummaryConfig
+
+__all__ = [
+    "AggregatedTextFrame",
+    "AggregationType",
+    "BotSpeakingFrame",
+    "BotStartedSpeakingFrame",
+    "BotStoppedSpeakingFrame",
+    "CancelFrame",
+    "ControlFrame",
+    "DataFrame",
+    "EndFrame",
+    "ErrorFrame",
+    "FatalErrorFrame",
+    "Frame",
+    "FrameKind",
+    "FunctionCallCancelFrame",
+    "FunctionCallFromLLM",
+    "FunctionCallInProgressFrame",
+    "FunctionCallResultFrame",
+    "FunctionCallResultProperties",
+    "FunctionCallsStartedFrame",
+    "InputAudioRawFrame",
+    "InterimTranscriptionFrame",
+    "InterruptionFrame",
+    "LLMAssistantPushAggregationFrame",
+    "LLMContextAssistantTimestampFrame",
+    "LLMContextAssistantTurnFrame",
+    "LLMContextFrame",
+    "LLMContextSummaryRequestFrame",
+    "LLMContextSummaryResultFrame",
+    "LLMFullResponseEndFrame",
+    "LLMFullResponseStartFrame",
+    "LLMMarkerFrame",
+    "LLMMessagesAppendFrame",
+    "LLMMessagesTransformFrame",
+    "LLMMessagesUpdateFrame",
+    "LLMRunFrame",
+    "LLMServiceMetadataFrame",
+    "LLMSetToolChoiceFrame",
+    "LLMSetToolsFrame",
+    "LLMSummarizeContextFrame",
+    "LLMTextFrame",
+    "LLMThoughtEndFrame",
+    "LLMThoughtStartFrame",
+    "LLMThoughtTextFrame",
+    "MetricsFrame",
+    "OutputAudioRawFrame",
+    "ProposedUserStartedSpeakingFrame",
+    "ProposedUserStoppedSpeakingFrame",
+    "STTMetadataFrame",
+    "STTMuteFrame",
+    "SpeechControlParamsFrame",
+    "StartFrame",
+    "StopFrame",
+    "SystemFrame",
+    "TTSSpeakFrame",
+    "TTSStartedFrame",
+    "TTSStoppedFrame",
+    "TTSTextFrame",
+    "TextFrame",
+    "TranscriptionFrame",
+    "TranslationFrame",
+    "TurnMetricsData",
+    "UserIdleTimeoutUpdateFrame",
+    "UserMuteStartedFrame",
+    "UserMuteStoppedFrame",
+    "UserSpeakingFrame",
+    "UserStartedSpeakingFrame",
+    "UserStoppedSpeakingFrame",
+    "UserTurnInferenceCompletedFrame",
+    "VADParamsUpdateFrame",
+    "VADUserStartedSpeakingFrame",
+    "VADUserStoppedSpeakingFrame",
+    "is_system",
+]
+
+
+class FrameKind(enum.Enum):
+    """The three kinds of frame."""
+
+    SYSTEM = "system"
+    DATA = "data"
+    CONTROL = "control"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """Base of every frame.
+
+    ``kind`` says how the frame is treated by gates; ``interruptible`` says
+    whether an interruption may discard it while it is held.
+    """
+
+    kind: ClassVar[FrameKind] = FrameKind.DATA
+    interruptible: ClassVar[bool] = True
+
+    @property
+    def name(self) -> str:
+        """The frame's type name, as Pipecat spells it."""
+        return type(self).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class SystemFrame(Frame):
+    """Out of band: never held, never queued behind data."""
+
+    kind: ClassVar[FrameKind] = FrameKind.SYSTEM
+    interruptible: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class DataFrame(Frame):
+    """The conversation's content, in order."""
+
+    kind: ClassVar[FrameKind] = FrameKind.DATA
+
+
+@dataclass(frozen=True, slots=True)
+class ControlFrame(Frame):
+    """Delimiters of the conversation's content, in order."""
+
+    kind: ClassVar[FrameKind] = FrameKind.CONTROL
+
+
+def is_system(frame: Frame) -> bool:
+    """Whether ``frame`` is a system frame (passes every gate)."""
+    return frame.kind is FrameKind.SYSTEM
+
+
+# --------------------------------------------------------------------------
+# Lifecycle
+
+
+@dataclass(frozen=True, slots=True)
+class StartFrame(SystemFrame):
+    """The session starts; carries the audio rates the transports use."""
+
+    audio_in_sample_rate: int = 16000
+    audio_out_sample_rate: int = 24000
+
+
+@dataclass(frozen=True, slots=True)
+class EndFrame(ControlFrame):
+    """The session ends after what was sent before it."""
+
+    interruptible: ClassVar[bool] = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StopFrame(ControlFrame):
+    """The pipeline stops but the session may resume."""
+
+    interruptible: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class CancelFrame(SystemFrame):
+    """The session stops now; what is held is committed, not processed."""
+
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFrame(SystemFrame):
+    """A stage reports an error as a value; the session goes on unless ``fatal``."""
+
+    error: BaseException | str
+    fatal: bool = False
+    processor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FatalErrorFrame(ErrorFrame):
+    """An error after which the session cannot go on."""
+
+    fatal: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptionFrame(SystemFrame):
+    """The user barged in: bot output in flight is cancelled."""
+
+
+# --------------------------------------------------------------------------
+# User speech and turns
+
+
+@dataclass(frozen=True, slots=True)
+class VADUserStartedSpeakingFrame(SystemFrame):
+    """Voice activity started.
+
+    ``timestamp`` is the scheduler time (seconds) when the VAD decided, so
+    speech began about ``start_secs`` before it.
+    """
+
+    start_secs: float = 0.0
+    timestamp: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class VADUserStoppedSpeakingFrame(SystemFrame):
+    """Voice activity stopped; speech really ended about ``stop_secs`` before ``timestamp``."""
+
+    stop_secs: float = 0.0
+    timestamp: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class UserSpeakingFrame(SystemFrame):
+    """Heartbeat while the VAD says the user is speaking (rate-limited)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserStartedSpeakingFrame(SystemFrame):
+    """The user's turn started (a turn decision, not raw VAD)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserStoppedSpeakingFrame(SystemFrame):
+    """The user's turn ended (a turn decision, not raw VAD)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedUserStartedSpeakingFrame(SystemFrame):
+    """A service proposes that the user's turn started; a strategy decides."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedUserStoppedSpeakingFrame(ControlFrame):
+    """A service proposes that the turn ended (control, so it stays behind its transcript)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserTurnInferenceCompletedFrame(ControlFrame):
+    """An external judge says the user's turn is semantically complete."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserMuteStartedFrame(SystemFrame):
+    """The user's input stops reaching the bot."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserMuteStoppedFrame(SystemFrame):
+    """The user's input reaches the bot again."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserIdleTimeoutUpdateFrame(SystemFrame):
+    """Changes the user-idle timeout at run time (0 turns idle detection off)."""
+
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechControlParamsFrame(SystemFrame):
+    """Announces the VAD and turn parameters in use."""
+
+    vad_params: Any = None
+    turn_params: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class VADParamsUpdateFrame(ControlFrame):
+    """Reconfigures a VAD at run time."""
+
+    params: Any
+
+
+@dataclass(frozen=True, slots=True)
+class STTMuteFrame(SystemFrame):
+    """Asks a speech-to-text service to stop or resume listening."""
+
+    mute: bool
+
+
+@dataclass(frozen=True, slots=True)
+class STTMetadataFrame(SystemFrame):
+    """A speech-to-text service describes itself.
+
+    ``ttfs_p99_latency`` is how long (seconds, 99th percentile) the service
+    takes from the end of speech to its final transcript; stop strategies use
+    it to wait for the transcript that ends a turn.
+    """
+
+    service_name: str = ""
+    ttfs_p99_latency: float = 1.0
+    user_turn_strategies: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMServiceMetadataFrame(SystemFrame):
+    """A language-model service describes itself."""
+
+    service_name: str = ""
+    is_realtime_service: bool = False
+    user_turn_strategies: Any = None
+
+
+# --------------------------------------------------------------------------
+# Bot speech
+
+
+@dataclass(frozen=True, slots=True)
+class BotStartedSpeakingFrame(SystemFrame):
+    """The output transport started playing the bot's speech."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotStoppedSpeakingFrame(SystemFrame):
+    """The output transport finished playing the bot's speech."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotSpeakingFrame(SystemFrame):
+    """Heartbeat while the bot speaks."""
+
+
+# --------------------------------------------------------------------------
+# Audio
+
+
+def _pcm_bytes(audio: object) -> bytes:
+    if isinstance(audio, bytes):
+        return audio
+    if isinstance(audio, bytearray | memoryview):
+        return bytes(audio)
+    raise InvalidAudioError(
+        f"audio must be 16-bit PCM bytes, not {type(audio).__name__}; "
+        "convert numpy arrays with array.astype('<i2').tobytes()"
+    )
+
+
+def _check_pcm(audio: bytes, sample_rate: object, num_channels: object) -> None:
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or not (
+        1000 <= sample_rate <= 384000
+    ):
+        raise InvalidAudioError(f"sample_rate must be an int in Hz (1000..384000), got {sample_rate!r}")
+    if isinstance(num_channels, bool) or not isinstance(num_channels, int) or not (
+        1 <= num_channels <= 32
+    ):
+        raise InvalidAudioError(f"num_channels must be an int from 1 to 32, got {num_channels!r}")
+    width = 2 * num_channels
+    if len(audio) % width:
+        raise InvalidAudioError(
+            f"audio holds {len(audio)} bytes, not a whole number of 16-bit "
+            f"{num_channels}-channel samples ({width} bytes each)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InputAudioRawFrame(SystemFrame):
+    """Microphone audio: 16-bit little-endian PCM, validated on construction."""
+
+    audio: bytes
+    sample_rate: int = 16000
+    num_channels: int = 1
+
+    def __post_init__(self) -> None:
+        audio = _pcm_bytes(self.audio)
+        if audio is not self.audio:
+            object.__setattr__(self, "audio", audio)
+        _check_pcm(audio, self.sample_rate, self.num_channels)
+
+    @property
+    def num_frames(self) -> int:
+        """Samples per channel."""
+        return len(self.audio) // (2 * self.num_channels)
+
+    @property
+    def duration(self) -> float:
+        """Seconds of audio."""
+        return self.num_frames / self.sample_rate
+
+
+@dataclass(frozen=True, slots=True)
+class OutputAudioRawFrame(DataFrame):
+    """Bot audio on its way to the speaker (16-bit PCM)."""
+
+    audio: bytes
+    sample_rate: int = 24000
+    num_channels: int = 1
+
+    def __post_init__(self) -> None:
+        audio = _pcm_bytes(self.audio)
+        if audio is not self.audio:
+            object.__setattr__(self, "audio", audio)
+        _check_pcm(audio, self.sample_rate, self.num_channels)
+
+
+# --------------------------------------------------------------------------
+# Text
+
+
+class AggregationType(str, enum.Enum):
+    """How a piece of aggregated text was cut."""
+
+    SENTENCE = "sentence"
+    WORD = "word"
+    TOKEN = "token"
+
+
+def _check_text(frame: TextFrame) -> None:
+    if not isinstance(frame.text, str):
+        raise InvalidTranscriptError(
+            f"{type(frame).__name__}.text must be a str, got {type(frame.text).__name__}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TextFrame(DataFrame):
+    """Text on its way to a speech synthesizer or a context.
+
+    ``includes_inter_frame_spaces`` says whether the text carries its own
+    spacing (LLM tokens do) or needs a space to be joined with its neighbours
+    (STT words do not).
+    """
+
+    text: str
+    skip_tts: bool | None = field(default=None, kw_only=True)
+    includes_inter_frame_spaces: bool = field(default=False, kw_only=True)
+    append_to_context: bool = field(default=True, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_text(self)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMTextFrame(TextFrame):
+    """A token (or a few) streamed by the model; carries its own spacing."""
+
+    includes_inter_frame_spaces: bool = field(default=True, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptionFrame(TextFrame):
+    """Final text from speech-to-text.
+
+    ``finalized`` means the service committed: nothing more is coming for
+    this utterance. ``timestamp`` is the service's own ISO 8601 stamp.
+    """
+
+    user_id: str = ""
+    timestamp: str = ""
+    language: str | None = None
+    result: Any = None
+    finalized: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InterimTranscriptionFrame(TextFrame):
+    """A guess that the service will revise: never folded into a message."""
+
+    user_id: str = ""
+    timestamp: str = ""
+    language: str | None = None
+    result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class TranslationFrame(TextFrame):
+    """A translation of what the user said."""
+
+    user_id: str = ""
+    timestamp: str = ""
+    language: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AggregatedTextFrame(TextFrame):
+    """Text grouped by an aggregator (a sentence, a word, a pattern such as ``code``).
+
+    ``raw_text`` is the text as written (with pattern delimiters); the
+    context records it in preference to ``text``.
+    """
+
+    aggregated_by: str = AggregationType.SENTENCE.value
+    raw_text: str | None = None
+    context_id: str | None = None
+
+    @property
+    def text_type(self) -> str:
+        """Pipecat's older name for ``aggregated_by``."""
+        return self.aggregated_by
+
+    def original(self) -> str:
+        """The written form: ``raw_text`` when set, else ``text``."""
+        return self.raw_text if self.raw_text is not None else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class TTSTextFrame(AggregatedTextFrame):
+    """A word or unit a synthesizer actually spoke."""
+
+
+@dataclass(frozen=True, slots=True)
+class TTSSpeakFrame(DataFrame):
+    """Asks the synthesizer to say ``text`` (no model involved)."""
+
+    text: str
+    append_to_context: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TTSStartedFrame(ControlFrame):
+    """The synthesizer started an utterance; opens an assistant turn when it has none."""
+
+    context_id: str | None = None
+    append_to_context: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TTSStoppedFrame(ControlFrame):
+    """The synthesizer finished an utterance."""
+
+    context_id: str | None = None
+
+
+# --------------------------------------------------------------------------
+# LLM output
+
+
+@dataclass(frozen=True, slots=True)
+class LLMFullResponseStartFrame(ControlFrame):
+    """The model starts answering."""
+
+    skip_tts: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMFullResponseEndFrame(ControlFrame):
+    """The model finished answering."""
+
+    skip_tts: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMThoughtStartFrame(ControlFrame):
+    """A reasoning model starts a thought; ``llm`` names the provider when it is kept."""
+
+    append_to_context: bool = False
+    llm: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.append_to_context and not self.llm:
+            raise ValueError("LLMThoughtStartFrame(append_to_context=True) needs llm= (the provider)")
+
+
+@dataclass(frozen=True, slots=True)
+class LLMThoughtTextFrame(DataFrame):
+    """Part of a thought: never spoken, never part of the answer."""
+
+    text: str
+    includes_inter_frame_spaces: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class LLMThoughtEndFrame(ControlFrame):
+    """A thought ends; ``signature`` is the provider's opaque proof."""
+
+    signature: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMAssistantPushAggregationFrame(ControlFrame):
+    """Commits what the assistant aggregator holds and closes its turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMMarkerFrame(DataFrame):
+    """A turn-completion marker the model emitted (``●``, ``◐``, ``○``)."""
+
+    marker: str
+    append_to_context_immediately: bool = True
+
+
+# --------------------------------------------------------------------------
+# Context
+
+
+@dataclass(frozen=True, slots=True)
+class LLMContextFrame(DataFrame):
+    """Asks the model to answer the conversation.
+
+    ``context`` is the live, shared context; ``snapshot`` is the
+    conversation exactly as it stood when the frame was made, which is what a
+    model stage should send.
+    """
+
+    context: LLMContext
+    snapshot: ContextSnapshot = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "snapshot", self.context.snapshot)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMRunFrame(DataFrame):
+    """Run the model on the conversation as it stands."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMMessagesAppendFrame(DataFrame):
+    """Append messages to the conversation (and run the model if ``run_llm``)."""
+
+    messages: Sequence[Mapping[str, Any]]
+    run_llm: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMMessagesUpdateFrame(DataFrame):
+    """Replace the conversation's messages."""
+
+    messages: Sequence[Mapping[str, Any]]
+    run_llm: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMMessagesTransformFrame(DataFrame):
+    """Rewrite the conversation's messages with a function of them."""
+
+    transform: Callable[[list[dict[str, Any]]], Sequence[Mapping[str, Any]]]
+    run_llm: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSetToolsFrame(DataFrame):
+    """Replace the tools the model may call (OpenAI-shaped schemas)."""
+
+    tools: Any
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSetToolChoiceFrame(DataFrame):
+    """Set the tool choice: ``"auto"``, ``"none"``, ``"required"`` or a dict."""
+
+    tool_choice: Any
+
+
+@dataclass(frozen=True, slots=True)
+class LLMContextAssistantTurnFrame(DataFrame):
+    """An assistant turn was written (markers stripped); broadcast both ways."""
+
+    text: str
+    timestamp: str
+
+
+@dataclass(frozen=True, slots=True)
+class LLMContextAssistantTimestampFrame(DataFrame):
+    """When the assistant message just written was committed (ISO 8601)."""
+
+    timestamp: str
+
+
+# --------------------------------------------------------------------------
+# Function calls
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallFromLLM:
+    """A tool call the model asked for."""
+
+    function_name: str
+    tool_call_id: str
+    arguments: Mapping[str, Any]
+    context: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallResultProperties:
+    """How a tool result is handled.
+
+    ``on_context_updated`` (sync or async, no arguments) runs once the result
+    is in the context; ``is_final=False`` marks an intermediate update.
+    """
+
+    run_llm: bool | None = None
+    on_context_updated: Callable[[], Any] | None = None
+    is_final: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallsStartedFrame(SystemFrame):
+    """The model asked for these calls (announcement only: nothing is written yet)."""
+
+    function_calls: Sequence[FunctionCallFromLLM]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallInProgressFrame(ControlFrame):
+    """A call runs now. ``cancel_on_interruption=False`` makes it an async call."""
+
+    interruptible: ClassVar[bool] = False
+    function_name: str
+    tool_call_id: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    cancel_on_interruption: bool = True
+    group_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallResultFrame(DataFrame):
+    """A call's result (or an intermediate update of an async call)."""
+
+    interruptible: ClassVar[bool] = False
+    function_name: str
+    tool_call_id: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    result: Any = None
+    run_llm: bool | None = None
+    properties: FunctionCallResultProperties | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallCancelFrame(SystemFrame):
+    """A call was cancelled. ``run_llm`` is set when its own deadline cancelled it."""
+
+    function_name: str
+    tool_call_id: str
+    run_llm: bool = False
+
+
+# --------------------------------------------------------------------------
+# Summarization
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSummarizeContextFrame(ControlFrame):
+    """Summarize the conversation now (``config`` overrides for this request)."""
+
+    config: SummaryConfig | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMContextSummaryRequestFrame(ControlFrame):
+    """Asks the pipeline's model for a summary of ``context``."""
+
+    request_id: str
+    context: LLMContext
+    min_messages_to_keep: int
+    target_context_tokens: int
+    summarization_prompt: str
+    summarization_timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class LLMContextSummaryResultFrame(ControlFrame):
+    """A model's summary; ``last_summarized_index`` is -1 when nothing was summarized."""
+
+    interruptible: ClassVar[bool] = False
+    request_id: str
+    summary: str
+    last_summarized_index: int
+    error: str | None = None
+
+
+# --------------------------------------------------------------------------
+# Metrics
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMetricsData:
+    """An end-of-turn prediction."""
+
+    processor: str
+    is_complete: bool
+    probability: float
+    e2e_processing_time_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.probability):
+            raise ValueError("probability must be finite")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsFrame(SystemFrame):
+    """Measurements a stage reports."""
+
+    data: Sequence[Any]

@@ -1,0 +1,179 @@
+"""A session: one conversation's scheduler, through which every input is serialized.
+
+A voice conversation has many producers: the microphone callback, the STT
+client's thread, timers, a model answering on a worker thread. The core of
+each stage must see them one at a time. :class:`Session` wraps the
+scheduler a pipeline runs on and adds a gate: :meth:`Session.run` executes a
+call at once when nothing else of this session is running, and otherwise
+queues it for whichever thread is inside to run next. Nobody blocks, nothing
+overlaps, nothing is lost, and a call made while another is running (from
+the same thread or another) waits for it to finish. Timers scheduled through
+the session enter through the same gate, so a firing timer never interleaves
+with a frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from reactivex import abc, typing
+from reactivex.disposable import Disposable
+from reactivex.scheduler import TimeoutScheduler, VirtualTimeScheduler
+from reactivex.scheduler.eventloop import AsyncIOThreadSafeScheduler
+from reactivex.scheduler.scheduler import Scheduler
+
+__all__ = ["Session", "default_scheduler", "session_of"]
+
+log = logging.getLogger("rxvoice.session")
+
+_T = TypeVar("_T")
+
+
+def default_scheduler() -> abc.SchedulerBase:
+    """The scheduler used when none was given: the running asyncio loop's, else timer threads."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return TimeoutScheduler.singleton()
+    return AsyncIOThreadSafeScheduler(loop)
+
+
+class _GatedAction:
+    """A scheduled action that enters the session's gate when it fires, unless cancelled."""
+
+    __slots__ = ("_action", "_cancelled", "_session", "inner")
+
+    def __init__(self, session: Session, action: typing.ScheduledAction[Any]) -> None:
+        self._session = session
+        self._action = action
+        self._cancelled = False
+        self.inner: abc.DisposableBase | None = None
+
+    def fire(self, _scheduler: abc.SchedulerBase, state: Any = None) -> None:
+        if not self._cancelled:
+            self._session.run(self._run, state)
+
+    def _run(self, state: Any) -> None:
+        if not self._cancelled and not self._session.disposed:
+            self._action(self._session, state)
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self.inner is not None:
+            self.inner.dispose()
+
+
+class Session(Scheduler):
+    """A scheduler for one conversation that serializes everything entering it.
+
+    Args:
+        scheduler: The scheduler that keeps time (a ``TestScheduler`` in
+            tests, an asyncio scheduler in apps). Default: the running
+            asyncio loop's, else timer threads.
+    """
+
+    def __init__(self, scheduler: abc.SchedulerBase | None = None) -> None:
+        super().__init__()
+        if isinstance(scheduler, Session):
+            scheduler = scheduler.scheduler
+        self.scheduler: abc.SchedulerBase = scheduler or default_scheduler()
+        self._queue: deque[tuple[Callable[[Any], Any], Any]] = deque()
+        self._lock = threading.Lock()
+        self.disposed = False
+        self._time: Callable[[], float] = (
+            self._virtual_time if isinstance(self.scheduler, VirtualTimeScheduler) else self._wall_time
+        )
+
+    # -- time ----------------------------------------------------------------
+
+    @property
+    def now(self) -> datetime:
+        return self.scheduler.now
+
+    def time(self) -> float:
+        """The scheduler's clock in seconds (what rxvoice stamps frames and events with)."""
+        return self._time()
+
+    def _virtual_time(self) -> float:
+        clock = self.scheduler._clock  # type: ignore[attr-defined]
+        return clock if type(clock) is float else float(self.scheduler.to_seconds(clock))
+
+    def _wall_time(self) -> float:
+        return self.scheduler.now.timestamp()
+
+    # -- the gate ------------------------------------------------------------
+
+    def run(self, fn: Callable[[_T], Any], arg: _T) -> None:
+        """Call ``fn(arg)`` now, or after the call already running in this session."""
+        lock = self._lock
+        queue = self._queue
+        if not queue and lock.acquire(False):
+            try:
+                fn(arg)
+            except Exception:
+                log.exception("a call inside the session raised; the session goes on")
+            self._drain_and_release()
+        else:
+            queue.append((fn, arg))
+        # A call queued while the owner was releasing must not be stranded.
+        while queue and lock.acquire(False):
+            self._drain_and_release()
+
+    def _drain_and_release(self) -> None:
+        queue = self._queue
+        try:
+            while queue:
+                f, a = queue.popleft()
+                try:
+                    f(a)
+                except Exception:
+                    log.exception("a call inside the session raised; the session goes on")
+        finally:
+            self._lock.release()
+
+    def post(self, fn: Callable[[_T], Any], arg: _T) -> abc.DisposableBase:
+        """Hand ``fn(arg)`` to the session from another thread, via the scheduler's own thread."""
+        return self.schedule(lambda _s, _st: fn(arg))
+
+    def dispose(self) -> None:
+        """Stop running anything: queued calls and timers that fire later are dropped."""
+        self.disposed = True
+        self._queue.clear()
+
+    # -- scheduling ----------------------------------------------------------
+
+    def _gate(self, schedule: Callable[[Callable[..., Any]], abc.DisposableBase],
+              action: typing.ScheduledAction[Any]) -> abc.DisposableBase:
+        gated = _GatedAction(self, action)
+        gated.inner = schedule(gated.fire)
+        return Disposable(gated.cancel)
+
+    def schedule(self, action: typing.ScheduledAction[Any], state: Any = None) -> abc.DisposableBase:
+        return self._gate(lambda fire: self.scheduler.schedule(fire, state), action)
+
+    def schedule_relative(
+        self, duetime: typing.RelativeTime, action: typing.ScheduledAction[Any], state: Any = None
+    ) -> abc.DisposableBase:
+        return self._gate(lambda fire: self.scheduler.schedule_relative(duetime, fire, state), action)
+
+    def schedule_absolute(
+        self, duetime: typing.AbsoluteTime, action: typing.ScheduledAction[Any], state: Any = None
+    ) -> abc.DisposableBase:
+        return self._gate(lambda fire: self.scheduler.schedule_absolute(duetime, fire, state), action)
+
+    def call_later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
+        """Run ``fn()`` inside the session after ``seconds`` of scheduler time."""
+        return self.schedule_relative(max(0.0, seconds), lambda _s, _st: fn())
+
+
+def session_of(scheduler: abc.SchedulerBase | None) -> tuple[Session, bool]:
+    """The session for a subscription, and whether it was already there (inputs already gated)."""
+    if isinstance(scheduler, Session):
+        return scheduler, True
+    return Session(scheduler), False

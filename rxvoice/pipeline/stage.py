@@ -1,0 +1,247 @@
+"""Duplex stages and the pipeline that closes their loops.
+
+Most stages only look downstream and are plain Rx operators. A few must talk
+back: the output side tells the user side the bot started speaking, a tool
+result re-runs the model, a summary request goes to the model. A
+:class:`Stage` therefore maps a pair of streams to a pair of streams:
+``(down_in, up_in) -> (down_out, up_out)``. :func:`pipeline` chains stages,
+feeding each one's upstream output into its left neighbour through subjects,
+and lifts plain operators into stages that pass upstream frames through.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+import reactivex
+from reactivex import Observable, abc
+from reactivex.disposable import CompositeDisposable, Disposable
+
+from ..frames import Frame
+from .session import Session
+from .wire import Feed, FrameSource, Sink, connect
+
+__all__ = ["Direction", "Operator", "Pipeline", "Stage", "as_stage", "lift", "pipeline"]
+
+Operator = Callable[[Observable[Frame]], Observable[Frame]]
+
+
+class Direction(enum.Enum):
+    """Which way a frame travels: downstream (input to output) or back upstream."""
+
+    DOWNSTREAM = "downstream"
+    UPSTREAM = "upstream"
+
+    @property
+    def opposite(self) -> Direction:
+        """The other direction."""
+        return Direction.UPSTREAM if self is Direction.DOWNSTREAM else Direction.DOWNSTREAM
+
+
+DOWN = Direction.DOWNSTREAM
+UP = Direction.UPSTREAM
+
+
+class Stage(ABC):
+    """A duplex stage: ``(down_in, up_in) -> (down_out, up_out)``.
+
+    Calling a stage on one observable uses it as a plain operator: it sees
+    no upstream input and its upstream output is dropped.
+    """
+
+    @abstractmethod
+    def duplex(
+        self, down: Observable[Frame], up: Observable[Frame]
+    ) -> tuple[Observable[Frame], Observable[Frame]]:
+        """Connect the stage: frames flowing down and up in, frames flowing down and up out."""
+
+    def __call__(self, source: Observable[Frame]) -> Observable[Frame]:
+        def subscribe(observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
+            down, _up = self.duplex(source, reactivex.never())
+            return down.subscribe(observer, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+
+class _Lifted(Stage):
+    """A plain operator as a stage: downstream through the operator, upstream untouched."""
+
+    def __init__(self, operator: Operator) -> None:
+        self.operator = operator
+
+    def __repr__(self) -> str:
+        return f"lift({self.operator!r})"
+
+    def duplex(
+        self, down: Observable[Frame], up: Observable[Frame]
+    ) -> tuple[Observable[Frame], Observable[Frame]]:
+        return self.operator(down), up
+
+    def __call__(self, source: Observable[Frame]) -> Observable[Frame]:
+        return self.operator(source)
+
+
+def lift(operator: Operator) -> Stage:
+    """Make a plain ``Observable -> Observable`` operator a stage that passes upstream through."""
+    return _Lifted(operator)
+
+
+def as_stage(item: Stage | Operator) -> Stage:
+    """A stage as is; a callable operator lifted."""
+    if isinstance(item, Stage):
+        return item
+    if callable(item):
+        return lift(item)
+    raise TypeError(f"pipeline() takes stages or operators, got {item!r}")
+
+
+class _GatedEntry(abc.ObserverBase[Frame]):
+    """Where a pipeline's inputs enter: through the session's gate, into the first stage."""
+
+    __slots__ = ("_feed", "_run")
+
+    def __init__(self, run: Callable[[Callable[[Any], Any], Any], None], feed: Feed) -> None:
+        self._run = run
+        self._feed = feed
+
+    def on_next(self, value: Frame) -> None:
+        self._run(self._feed.emit, value)
+
+    def on_error(self, error: Exception) -> None:
+        self._run(self._feed.error, error)
+
+    def on_completed(self) -> None:
+        self._run(self._feed.complete, None)
+
+
+class _ConnectionOutput(FrameSource):
+    def __init__(self, conn: _Connection, direction: Direction) -> None:
+        super().__init__()
+        self._conn = conn
+        self._direction = direction
+        self.owner = "pipeline"
+
+    def connect_raw(self, sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
+        return self._conn.attach(self._direction, sink, scheduler)
+
+
+class _Connection:
+    """One running pipeline: the stages wired once, shared by every observer of its outputs."""
+
+    def __init__(self, pipe: Pipeline, down_in: Observable[Frame], up_in: Observable[Frame]) -> None:
+        self._pipe = pipe
+        self._down_in = down_in
+        self._up_in = up_in
+        self._outputs = {DOWN: Feed("pipeline"), UP: Feed("pipeline")}
+        self._attached = 0
+        self._started = False
+        self._disposable = CompositeDisposable()
+        self._lock = threading.RLock()
+        self.session: Session | None = None
+
+    def output(self, direction: Direction) -> Observable[Frame]:
+        return _ConnectionOutput(self, direction)
+
+    def attach(self, direction: Direction, sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
+        with self._lock:
+            inner = self._outputs[direction].connect_raw(sink, scheduler)
+            self._attached += 1
+            if not self._started:
+                self._started = True
+                self._start(scheduler)
+
+        def detach() -> None:
+            with self._lock:
+                inner.dispose()
+                self._attached -= 1
+                if self._attached == 0:
+                    self._stop()
+
+        return Disposable(detach)
+
+    def _start(self, scheduler: abc.SchedulerBase | None) -> None:
+        given = self._pipe.scheduler or scheduler
+        session = given if isinstance(given, Session) else Session(given)
+        self.session = session
+        stages = self._pipe.stages
+        down_entry = Feed("pipeline input")
+        up_entry = Feed("pipeline input")
+        # backs[i] carries frames travelling up into stage i from stage i + 1.
+        backs: list[Feed] = [Feed("pipeline") for _ in stages[:-1]] + [up_entry]
+        down: Observable[Frame] = down_entry
+        ups: list[Observable[Frame]] = []
+        for i, stage in enumerate(stages):
+            down, up_out = stage.duplex(down, backs[i])
+            ups.append(up_out)
+        d = self._disposable
+        # Wire the loops before anything flows: upstream output of stage i feeds backs[i - 1].
+        for i in range(1, len(stages)):
+            d.add(connect(ups[i], backs[i - 1].sink(), session))
+        d.add(connect(ups[0], self._outputs[UP].sink(), session))
+        d.add(connect(down, self._outputs[DOWN].sink(), session))
+        # Only now let the inputs in, each through the session's gate.
+        run = session.run
+
+        def gated(feed: Feed) -> _GatedEntry:
+            return _GatedEntry(run, feed)
+
+        d.add(self._up_in.subscribe(gated(up_entry), scheduler=session))
+        d.add(self._down_in.subscribe(gated(down_entry), scheduler=session))
+
+    def _stop(self) -> None:
+        self._disposable.dispose()
+        if self.session is not None:
+            self.session.dispose()
+
+
+class Pipeline(Stage):
+    """Stages chained left to right, their upstream outputs fed back right to left.
+
+    A pipeline is itself a stage, so pipelines nest. Each stage is connected
+    once per subscription of the pipeline, however many observers its outputs
+    have; all inputs of one running pipeline are serialized by one
+    :class:`Session`.
+    """
+
+    def __init__(self, stages: Sequence[Stage | Operator], *, scheduler: abc.SchedulerBase | None = None) -> None:
+        if not stages:
+            raise ValueError("pipeline() needs at least one stage")
+        self.stages: tuple[Stage, ...] = tuple(as_stage(s) for s in stages)
+        self.scheduler = scheduler
+
+    def __repr__(self) -> str:
+        return f"pipeline({', '.join(map(repr, self.stages))})"
+
+    def duplex(
+        self, down: Observable[Frame], up: Observable[Frame]
+    ) -> tuple[Observable[Frame], Observable[Frame]]:
+        conn = _Connection(self, down, up)
+        return conn.output(DOWN), conn.output(UP)
+
+    def connect(
+        self, down: Observable[Frame], up: Observable[Frame] | None = None
+    ) -> tuple[Observable[Frame], Observable[Frame]]:
+        """Like :meth:`duplex`, with no upstream input by default."""
+        return self.duplex(down, up if up is not None else reactivex.never())
+
+
+def pipeline(*stages: Stage | Operator, scheduler: abc.SchedulerBase | None = None) -> Pipeline:
+    """Chain stages (or plain operators) into one duplex stage.
+
+    Args:
+        *stages: Stages or ``Observable -> Observable`` operators, in order
+            from input to output.
+        scheduler: The scheduler the pipeline runs on; default: the one given
+            at subscribe time, else the running asyncio loop's, else timer
+            threads.
+
+    Examples:
+        >>> from rxvoice import pipeline
+        >>> from rxvoice.aggregators import Pair
+        >>> pair = Pair()
+        >>> p = pipeline(pair.user(), pair.assistant())
+    """
+    return Pipeline(stages, scheduler=scheduler)

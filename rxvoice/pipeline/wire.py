@@ -1,0 +1,143 @@
+"""Wiring between rxvoice's own stages without per-hop Rx wrappers.
+
+Every stage output is a real ``Observable`` (anyone can subscribe to it),
+but when one rxvoice stage feeds another, the frame is handed over with a
+plain function call instead of going through ``AutoDetachObserver`` and
+``Observer`` layers on each hop. That is most of what a frame costs in a
+long pipeline, so it is worth the few lines here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from reactivex import Observable, abc
+from reactivex.disposable import Disposable
+
+from ..frames import Frame
+
+__all__ = ["Feed", "FrameSource", "Sink", "connect", "fan_out"]
+
+log = logging.getLogger("rxvoice.pipeline")
+
+
+class Sink(NamedTuple):
+    """Where frames go: three plain callables."""
+
+    on_next: Callable[[Frame], None]
+    on_error: Callable[[Exception], None]
+    on_completed: Callable[[], None]
+
+
+def _guarded(on_next: Callable[[Frame], None], owner: str, report: Callable[[Exception, Frame], None] | None) -> Callable[[Frame], None]:
+    def emit(frame: Frame) -> None:
+        try:
+            on_next(frame)
+        except Exception as exc:  # a subscriber's failure is not the stage's
+            log.exception("a subscriber of %s raised on %s; contained", owner, type(frame).__name__)
+            if report is not None:
+                try:
+                    report(exc, frame)
+                except Exception:
+                    log.exception("reporting a subscriber's failure failed")
+
+    return emit
+
+
+class FrameSource(Observable[Frame]):
+    """An observable of frames that rxvoice stages can also connect to directly."""
+
+    owner: str = "a stage"
+
+    @abstractmethod
+    def connect_raw(self, sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
+        """Deliver frames to ``sink`` by plain calls."""
+
+    def report(self, error: Exception, frame: Frame) -> None:
+        """Called when a subscriber raised on ``frame`` (after it was logged)."""
+
+    def _subscribe_core(
+        self, observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        sink = Sink(_guarded(observer.on_next, self.owner, self.report), observer.on_error, observer.on_completed)
+        return self.connect_raw(sink, scheduler)
+
+
+def connect(source: Observable[Frame], sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
+    """Connect ``sink`` to ``source``: directly when it is an rxvoice stage output, else by subscribing."""
+    if isinstance(source, FrameSource):
+        return source.connect_raw(sink, scheduler)
+    return source.subscribe(sink.on_next, sink.on_error, sink.on_completed, scheduler=scheduler)
+
+
+def _drop(_: Frame) -> None:
+    return None
+
+
+def fan_out(sinks: list[Sink]) -> Callable[[Frame], None]:
+    """One callable delivering a frame to every sink (the sole sink's own when there is one)."""
+    if not sinks:
+        return _drop
+    if len(sinks) == 1:
+        return sinks[0].on_next
+    nexts = [s.on_next for s in sinks]
+
+    def emit(frame: Frame) -> None:
+        for n in nexts:
+            n(frame)
+
+    return emit
+
+
+class Feed(FrameSource):
+    """A hot source fed by calls (``emit``, ``error``, ``complete``), for wiring inside pipelines."""
+
+    def __init__(self, owner: str = "a pipeline") -> None:
+        super().__init__()
+        self.owner = owner
+        self._sinks: list[Sink] = []
+        self._lock = threading.Lock()
+        self._terminal: tuple[str, Exception | None] | None = None
+        self.emit: Callable[[Frame], None] = _drop
+
+    def connect_raw(self, sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
+        with self._lock:
+            if self._terminal is not None:
+                kind, err = self._terminal
+                if kind == "error" and err is not None:
+                    sink.on_error(err)
+                else:
+                    sink.on_completed()
+                return Disposable()
+            self._sinks.append(sink)
+            self.emit = fan_out(self._sinks)
+
+        def detach() -> None:
+            with self._lock:
+                if sink in self._sinks:
+                    self._sinks.remove(sink)
+                    self.emit = fan_out(self._sinks)
+
+        return Disposable(detach)
+
+    def error(self, error: Exception) -> None:
+        self._terminal = ("error", error)
+        for s in list(self._sinks):
+            s.on_error(error)
+
+    def complete(self, _: Any = None) -> None:
+        self._terminal = ("completed", None)
+        for s in list(self._sinks):
+            s.on_completed()
+
+    def push(self, frame: Frame) -> None:
+        """Emit ``frame`` to whoever is connected now."""
+        self.emit(frame)
+
+    def sink(self) -> Sink:
+        """This feed as a sink (frames given to the sink are emitted)."""
+        return Sink(self.push, self.error, lambda: self.complete())

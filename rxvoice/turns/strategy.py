@@ -1,0 +1,185 @@
+"""What turn strategies are: pure step functions and the effects they ask for.
+
+A strategy is configuration (a frozen dataclass, shareable by any number of
+sessions) plus a per-session state value it never mutates. The turn
+controller hands it frames, timer firings and results; it answers with a new
+state and a tuple of effects, plain data such as "the turn started", "arm
+timer ``speech`` for 0.6 s" or "ask the analyzer, off the session". Because
+nothing here touches a clock, a thread or a stream, every rule is testable
+with plain asserts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, NamedTuple, TypeAlias, TypeVar
+
+from ..frames import Frame
+from ..pipeline.stage import DOWN, Direction
+
+__all__ = [
+    "HALT",
+    "INFERENCE",
+    "RESET_AGGREGATION",
+    "Analyze",
+    "Arm",
+    "Disarm",
+    "Effects",
+    "Finalize",
+    "Inference",
+    "Push",
+    "ResetAggregation",
+    "Start",
+    "StartStrategy",
+    "StopStrategy",
+    "Strategy",
+    "Touch",
+    "stopped",
+]
+
+S = TypeVar("S")
+
+
+class Start(NamedTuple):
+    """The user's turn started. ``None`` flags take the strategy's own settings."""
+
+    interruptions: bool | None = None
+    speaking_frames: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inference:
+    """There is enough to answer: write what the user said and run the model."""
+
+
+class Finalize(NamedTuple):
+    """The user's turn is over (ignored while the user is still speaking)."""
+
+    speaking_frames: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResetAggregation:
+    """Drop the words gathered so far (they did not make a turn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Halt:
+    """Stop the chain: later strategies of the same kind do not see this frame."""
+
+
+class Arm(NamedTuple):
+    """(Re)arm this strategy's timer ``key`` to fire after ``delay`` seconds."""
+
+    key: str
+    delay: float
+
+
+class Disarm(NamedTuple):
+    """Cancel this strategy's timer ``key`` (harmless when it is not armed)."""
+
+    key: str
+
+
+class Push(NamedTuple):
+    """Send a frame (metrics, parameters) from where the turn decisions are made."""
+
+    frame: Frame
+    direction: Direction = DOWN
+    both_ways: bool = False
+
+
+class Touch(NamedTuple):
+    """Call ``fn(resource)`` inline on the strategy's per-session resource.
+
+    The result, when ``key`` is set, comes back through ``on_result``. Used
+    for cheap, stateful numeric work the pure state cannot hold (an audio
+    buffer).
+    """
+
+    fn: Callable[[Any], Any]
+    key: str | None = None
+
+
+class Analyze(NamedTuple):
+    """Run ``fn(resource)`` off the session (a model inference); its result comes back as ``on_result(key)``."""
+
+    key: str
+    fn: Callable[[Any], Any]
+
+
+HALT = Halt()
+INFERENCE = Inference()
+RESET_AGGREGATION = ResetAggregation()
+
+Effect: TypeAlias = Start | Inference | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Touch | Analyze
+Effects: TypeAlias = tuple[Effect, ...]
+
+NOTHING: Effects = ()
+
+
+def stopped(speaking_frames: bool | None = None) -> Effects:
+    """Trigger inference, then end the turn: what most stop strategies do."""
+    return (INFERENCE, Finalize(speaking_frames))
+
+
+class Strategy(Generic[S]):
+    """Base of start and stop strategies.
+
+    Subclasses are frozen dataclasses (the configuration) and list the frame
+    types they react to in ``handles``; the controller only calls
+    :meth:`on_frame` for those.
+    """
+
+    handles: ClassVar[frozenset[type[Frame]]] = frozenset()
+    resolves_proposals: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        """The strategy's class name (what events and docs call it)."""
+        return type(self).__name__
+
+    def initial(self) -> S:
+        """The state a session starts with."""
+        raise NotImplementedError
+
+    def on_frame(self, state: S, frame: Frame, now: float) -> tuple[S, Effects]:
+        """React to one frame of a type in ``handles``."""
+        return state, NOTHING
+
+    def on_timer(self, state: S, key: str, now: float) -> tuple[S, Effects]:
+        """React to this strategy's timer ``key`` firing."""
+        return state, NOTHING
+
+    def on_result(self, state: S, key: str, value: Any, now: float) -> tuple[S, Effects]:
+        """React to the result of a :class:`Touch` or :class:`Analyze` (``value`` may be an exception)."""
+        return state, NOTHING
+
+    def on_turn_started(self, state: S, now: float) -> tuple[S, Effects]:
+        """A turn started (whoever decided it)."""
+        return state, NOTHING
+
+    def on_turn_stopped(self, state: S, now: float) -> tuple[S, Effects]:
+        """A turn stopped (whoever decided it)."""
+        return state, NOTHING
+
+    def open_resource(self, sample_rate: int) -> Any:
+        """A per-session resource for :class:`Touch` and :class:`Analyze` (e.g. an audio buffer)."""
+        return None
+
+    def close_resource(self, resource: Any) -> None:
+        """Release what :meth:`open_resource` returned."""
+
+
+class StartStrategy(Strategy[S]):
+    """Decides when the user's turn starts."""
+
+    enable_interruptions: bool = True
+    enable_user_speaking_frames: bool = True
+
+
+class StopStrategy(Strategy[S]):
+    """Decides when the user's turn ends (and when to answer)."""
+
+    enable_user_speaking_frames: bool = True
