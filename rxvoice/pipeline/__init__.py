@@ -1,5 +1,6 @@
 """Duplex stages, pipelines, sessions and asyncio bridges."""
 
+from .bridges import arun, from_async_iterable, loop_scheduler, to_async_iterator
 from .processor import FrameHandler, Port, Processor
 from .session import Session, default_scheduler
 from .stage import DOWN, UP, Direction, Operator, Pipeline, Stage, as_stage, lift, pipeline
@@ -15,7 +16,11 @@ __all__ = [
     "Processor",
     "Session",
     "Stage",
+    "arun",
     "as_stage",
+    "from_async_iterable",
+    "loop_scheduler",
+    "to_async_iterator",
     "default_scheduler",
     "lift",
     "pipeline",

@@ -1,0 +1,29 @@
+"""Audio for the conversation layer: PCM conversion, resampling, VAD, Smart Turn.
+
+Everything here is synchronous and deterministic (time is counted in samples);
+the Rx operators wrap these pieces. Subpackages: :mod:`rxvoice.audio.vad` and
+:mod:`rxvoice.audio.turn`.
+"""
+
+from __future__ import annotations
+
+from .pcm import (
+    FLOAT_HEADROOM,
+    INT16_SCALE,
+    AudioInput,
+    float_to_pcm16,
+    pcm16_to_float32,
+    to_float32_mono,
+)
+from .resample import StreamResampler, resample
+
+__all__ = [
+    "FLOAT_HEADROOM",
+    "INT16_SCALE",
+    "AudioInput",
+    "StreamResampler",
+    "float_to_pcm16",
+    "pcm16_to_float32",
+    "resample",
+    "to_float32_mono",
+]

@@ -1,0 +1,41 @@
+"""Smart Turn v3.2 end-of-turn detection: features, model lookup, inference, buffering.
+
+See ``docs/audio.md`` for where the model comes from and how a turn is judged.
+"""
+
+from __future__ import annotations
+
+from .end_of_turn import EndOfTurnBuffer, EndOfTurnDetector, EndOfTurnState, SmartTurnParams
+from .features import WhisperFeatures, fit_window, mel_filterbank, whisper_features
+from .model import (
+    ENV_VAR,
+    MODEL_FILENAME,
+    MODEL_SHA256,
+    cache_dir,
+    cached_model_path,
+    find_model,
+    install_model,
+    sha256_file,
+)
+from .smart_turn import COMPLETE_THRESHOLD, SmartTurnAnalyzer
+
+__all__ = [
+    "COMPLETE_THRESHOLD",
+    "ENV_VAR",
+    "MODEL_FILENAME",
+    "MODEL_SHA256",
+    "EndOfTurnBuffer",
+    "EndOfTurnDetector",
+    "EndOfTurnState",
+    "SmartTurnAnalyzer",
+    "SmartTurnParams",
+    "WhisperFeatures",
+    "cache_dir",
+    "cached_model_path",
+    "find_model",
+    "fit_window",
+    "install_model",
+    "mel_filterbank",
+    "sha256_file",
+    "whisper_features",
+]

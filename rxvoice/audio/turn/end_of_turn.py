@@ -1,0 +1,256 @@
+"""The end-of-turn audio buffer: what Smart Turn should hear, and the silence fallback.
+
+This is Pipecat's ``BaseSmartTurn`` buffering (pipecat-behavior §6.2, seed
+§1.5), made pure and deterministic: time is counted in **samples received**,
+not read from a clock, so a recording replayed at any speed (or a marble test
+in virtual time) gives the same segments and the same decisions. A chunk's
+time is the moment it has fully arrived, i.e. the sample count after it,
+which is what Pipecat's arrival timestamps measure on a live stream.
+
+* :meth:`EndOfTurnBuffer.append_audio` stores each chunk. Speech resets the
+  silence count and marks the turn started (its start = the first speech
+  chunk's time); silence after that adds up, and reaching ``stop_secs``
+  (3 s) returns COMPLETE and clears everything: the fallback for when the
+  model never says "complete". Before any speech, only the last
+  ``pre_speech_ms + stop_secs + max_duration_secs`` (11.5 s) are kept.
+* :meth:`EndOfTurnBuffer.segment` is the audio the model should judge: the
+  chunks from ``speech start − (pre_speech_ms + vad_start_secs · 1000)`` on
+  (the VAD confirms speech ``start_secs`` after it began, and a little lead-in
+  helps the model), the last ``max_duration_secs`` of them, at 16 kHz.
+* :class:`EndOfTurnDetector` adds the model: complete iff p > 0.5; COMPLETE
+  clears the buffer, INCOMPLETE keeps it so the next pause re-judges the
+  whole, longer turn.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ConfigurationError, InvalidAudioError
+from ..pcm import AudioInput, Float32Array, to_float32_mono
+from ..resample import resample
+from .features import SAMPLE_RATE
+from .smart_turn import COMPLETE_THRESHOLD, SmartTurnAnalyzer
+
+__all__ = ["EndOfTurnBuffer", "EndOfTurnDetector", "EndOfTurnState", "SmartTurnParams"]
+
+
+class EndOfTurnState(enum.Enum):
+    """Whether the user's turn is over."""
+
+    INCOMPLETE = 1
+    COMPLETE = 2
+
+
+def _seconds(name: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(f"SmartTurnParams.{name} must be a finite number, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigurationError(f"SmartTurnParams.{name} must be in [{low}, {high}], got {value}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SmartTurnParams:
+    """Buffering parameters, with Pipecat's defaults.
+
+    Attributes:
+        stop_secs: silence after speech that ends the turn whatever the model
+            says (the safety net).
+        pre_speech_ms: audio kept before the detected speech start.
+        max_duration_secs: the most audio the model is shown (it takes 8 s).
+    """
+
+    stop_secs: float = 3.0
+    pre_speech_ms: float = 500.0
+    max_duration_secs: float = 8.0
+
+    def __post_init__(self) -> None:
+        _seconds("stop_secs", self.stop_secs, 0.0, 600.0)
+        _seconds("pre_speech_ms", self.pre_speech_ms, 0.0, 60_000.0)
+        _seconds("max_duration_secs", self.max_duration_secs, 0.01, 600.0)
+
+
+class EndOfTurnBuffer:
+    """Audio of the current turn, timed by sample counts. One per audio stream."""
+
+    def __init__(
+        self,
+        sample_rate: int = SAMPLE_RATE,
+        params: SmartTurnParams | None = None,
+        *,
+        vad_start_secs: float = 0.0,
+    ) -> None:
+        """Create an empty buffer for mono audio at ``sample_rate`` Hz.
+
+        Raises:
+            ConfigurationError: a bad rate, params or ``vad_start_secs``.
+        """
+        if params is not None and not isinstance(params, SmartTurnParams):
+            raise ConfigurationError(
+                f"params must be a SmartTurnParams, not {type(params).__name__}"
+            )
+        self._params = params or SmartTurnParams()
+        self._vad_start_secs = 0.0
+        self.update_vad_start_secs(vad_start_secs)
+        self._sample_rate = 0
+        self.set_sample_rate(sample_rate)
+
+    @property
+    def params(self) -> SmartTurnParams:
+        """The buffering parameters."""
+        return self._params
+
+    @property
+    def sample_rate(self) -> int:
+        """Sample rate of the appended audio, in Hz."""
+        return self._sample_rate
+
+    @property
+    def speech_triggered(self) -> bool:
+        """Whether speech has been heard since the last clear."""
+        return self._speech_start is not None
+
+    @property
+    def vad_start_secs(self) -> float:
+        """The VAD's start delay used to place the segment start."""
+        return self._vad_start_secs
+
+    @property
+    def buffered_samples(self) -> int:
+        """Samples currently held."""
+        return sum(chunk.shape[0] for _, chunk in self._chunks)
+
+    def set_sample_rate(self, sample_rate: int) -> None:
+        """Use another input rate; clears the buffer.
+
+        Raises:
+            ConfigurationError: not an int in 1000..384000.
+        """
+        if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or not (
+            1000 <= sample_rate <= 384000
+        ):
+            raise ConfigurationError(f"sample_rate must be an int in Hz, got {sample_rate!r}")
+        self._sample_rate = sample_rate
+        rate = sample_rate
+        p = self._params
+        self._stop_samples = round(p.stop_secs * rate)
+        self._max_samples = round(p.max_duration_secs * rate)
+        self._keep_samples = round((p.pre_speech_ms / 1000 + p.stop_secs + p.max_duration_secs)
+                                   * rate)
+        self._clock = 0
+        self.clear()
+
+    def update_vad_start_secs(self, secs: float) -> None:
+        """Set the VAD's ``start_secs`` (from its start frame) for the segment start.
+
+        Raises:
+            ConfigurationError: not a finite number in [0, 60].
+        """
+        if isinstance(secs, bool) or not isinstance(secs, int | float) or not (
+            math.isfinite(secs) and 0.0 <= secs <= 60.0
+        ):
+            raise ConfigurationError(f"vad_start_secs must be in [0, 60], got {secs!r}")
+        self._vad_start_secs = float(secs)
+
+    def clear(self) -> None:
+        """Drop all audio and forget the speech start (a finished turn)."""
+        self._chunks: list[tuple[int, Float32Array]] = []
+        self._speech_start: int | None = None
+        self._silence = 0
+
+    def append_audio(self, pcm: AudioInput, is_speech: bool) -> EndOfTurnState:
+        """Add a chunk; COMPLETE only when the silence fallback fires (then cleared).
+
+        Args:
+            pcm: mono audio at :attr:`sample_rate` (PCM bytes or an array).
+            is_speech: whether the VAD considers the user to be speaking.
+
+        Raises:
+            InvalidAudioError: not usable audio.
+        """
+        samples = np.array(to_float32_mono(pcm, allow_empty=True), dtype=np.float32)
+        self._clock += samples.shape[0]
+        now = self._clock
+        self._chunks.append((now, samples))
+        if is_speech:
+            self._silence = 0
+            if self._speech_start is None:
+                self._speech_start = now
+        elif self._speech_start is not None:
+            self._silence += samples.shape[0]
+            if self._silence >= self._stop_samples:
+                self.clear()
+                return EndOfTurnState.COMPLETE
+        else:
+            oldest = now - self._keep_samples
+            chunks = self._chunks
+            drop = 0
+            while drop < len(chunks) and chunks[drop][0] < oldest:
+                drop += 1
+            if drop:
+                del chunks[:drop]
+        return EndOfTurnState.INCOMPLETE
+
+    def segment(self) -> Float32Array:
+        """The audio the model should judge: 16 kHz float32, at most ``max_duration_secs``.
+
+        Empty when nothing is buffered.
+        """
+        if self._speech_start is None:
+            start = -math.inf
+        else:
+            lead = (self._params.pre_speech_ms / 1000 + self._vad_start_secs) * self._sample_rate
+            start = self._speech_start - round(lead)
+        parts = [chunk for time, chunk in self._chunks if time >= start]
+        if not parts:
+            return np.zeros(0, dtype=np.float32)
+        audio = np.concatenate(parts)[-self._max_samples :]
+        if self._sample_rate != SAMPLE_RATE:
+            audio = resample(audio, self._sample_rate, SAMPLE_RATE)
+        return audio
+
+
+class EndOfTurnDetector:
+    """An :class:`EndOfTurnBuffer` plus the model: Pipecat's local Smart Turn analyzer.
+
+    :meth:`analyze_end_of_turn` is synchronous (tens of milliseconds): call it
+    off the event loop.
+    """
+
+    def __init__(
+        self,
+        analyzer: SmartTurnAnalyzer,
+        *,
+        sample_rate: int = SAMPLE_RATE,
+        params: SmartTurnParams | None = None,
+    ) -> None:
+        """Wrap ``analyzer`` with a fresh buffer."""
+        self.analyzer = analyzer
+        self.buffer = EndOfTurnBuffer(sample_rate, params)
+
+    def append_audio(self, pcm: AudioInput, is_speech: bool) -> EndOfTurnState:
+        """See :meth:`EndOfTurnBuffer.append_audio`."""
+        return self.buffer.append_audio(pcm, is_speech)
+
+    def analyze_end_of_turn(self) -> tuple[EndOfTurnState, float | None]:
+        """Judge the buffered turn: ``(state, probability)``.
+
+        An empty segment gives ``(INCOMPLETE, None)`` without running the model.
+        COMPLETE clears the buffer; INCOMPLETE keeps it.
+        """
+        audio = self.buffer.segment()
+        if audio.shape[0] == 0:
+            return EndOfTurnState.INCOMPLETE, None
+        try:
+            probability = self.analyzer.probability(audio)
+        except InvalidAudioError:
+            return EndOfTurnState.INCOMPLETE, None
+        if probability > COMPLETE_THRESHOLD:
+            self.buffer.clear()
+            return EndOfTurnState.COMPLETE, probability
+        return EndOfTurnState.INCOMPLETE, probability

@@ -1,0 +1,258 @@
+"""A scripted model stage: streamed answers, tool calls and thoughts from a script.
+
+It stands where a real model stage would (after the user aggregator) and
+answers each ``LLMContextFrame`` (from either side: the user's turn, or the
+assistant re-running the model after a tool result) with the next reply of
+its script, streamed token by token on the scheduler. An interruption cuts
+the reply off where it is. Every run is recorded in :attr:`ScriptedLLM.runs`
+with the conversation it was given, which is what tests assert on.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reactivex import abc
+
+from ..context import ContextSnapshot
+from ..frames import (
+    CancelFrame,
+    EndFrame,
+    Frame,
+    FunctionCallCancelFrame,
+    FunctionCallFromLLM,
+    FunctionCallInProgressFrame,
+    FunctionCallResultFrame,
+    FunctionCallsStartedFrame,
+    InterruptionFrame,
+    LLMContextFrame,
+    LLMContextSummaryRequestFrame,
+    LLMContextSummaryResultFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+    LLMThoughtEndFrame,
+    LLMThoughtStartFrame,
+    LLMThoughtTextFrame,
+)
+from ..pipeline.processor import Port, Processor
+from ..pipeline.stage import DOWN, UP, Direction
+
+__all__ = ["Reply", "ScriptedLLM", "ToolCall", "tokens"]
+
+log = logging.getLogger("rxvoice.testing.llm")
+
+
+def tokens(text: str) -> list[str]:
+    """Split text the way models stream it: words with their leading space."""
+    return re.findall(r"\s*\S+", text) or ([text] if text else [])
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call a reply makes; ``result`` (or ``handler(arguments)``) answers it after ``delay`` seconds."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    result: Any = None
+    handler: Callable[[Mapping[str, Any]], Any] | None = None
+    delay: float = 0.0
+    cancel_on_interruption: bool = True
+    run_llm: bool | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer."""
+
+    text: str = ""
+    tool_calls: Sequence[ToolCall] = ()
+    thought: str | None = None
+    token_delay: float | None = None
+    first_token_delay: float | None = None
+
+
+Script = Sequence["Reply | str"] | Callable[[ContextSnapshot], "Reply | str | None"]
+
+
+@dataclass
+class Run:
+    """One model run: what it was given, and what it answered."""
+
+    snapshot: ContextSnapshot
+    reply: Reply | None
+    direction: Direction
+
+
+class ScriptedLLM(Processor):
+    """A model stage answering from a script (a list of replies, or a function of the conversation).
+
+    Args:
+        script: Replies in order (strings or :class:`Reply`), or a callable
+            that maps the conversation to a reply.
+        token_delay: Seconds between streamed tokens (0: all at once).
+        first_token_delay: Seconds before the first token (time to first byte).
+        summary: How to answer a summary request: a string, or a function of
+            the request frame returning ``(summary, last_summarized_index)``.
+    """
+
+    name = "ScriptedLLM"
+
+    def __init__(
+        self,
+        script: Script,
+        *,
+        token_delay: float = 0.0,
+        first_token_delay: float = 0.0,
+        summary: str | Callable[[LLMContextSummaryRequestFrame], tuple[str, int]] | None = None,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> None:
+        self.script = script
+        self.token_delay = token_delay
+        self.first_token_delay = first_token_delay
+        self.summary = summary
+        self.scheduler = scheduler
+        self.runs: list[Run] = []
+        self.summary_requests: list[LLMContextSummaryRequestFrame] = []
+        self._next = 0
+        self._call_ids = 0
+
+    def next_reply(self, snapshot: ContextSnapshot) -> Reply | None:
+        """The reply for this run (``None`` when the script has run out)."""
+        if callable(self.script):
+            reply = self.script(snapshot)
+        else:
+            if self._next >= len(self.script):
+                return None
+            reply = self.script[self._next]
+            self._next += 1
+        if reply is None:
+            return None
+        return Reply(reply) if isinstance(reply, str) else reply
+
+    def new_call_id(self) -> str:
+        self._call_ids += 1
+        return f"call_{self._call_ids}"
+
+    def open(self, port: Port) -> _LLMSession:
+        return _LLMSession(self, port)
+
+
+class _LLMSession:
+    def __init__(self, llm: ScriptedLLM, port: Port) -> None:
+        self.llm = llm
+        self.port = port
+        self.pending: dict[int, abc.DisposableBase] = {}
+        self.next_key = 0
+        self.calls: dict[str, ToolCall] = {}
+
+    def on_frame(self, frame: Frame, direction: Direction) -> None:
+        t = type(frame)
+        if t is LLMContextFrame:
+            self.answer(frame.snapshot, direction)  # type: ignore[attr-defined]
+            return
+        if t is LLMContextSummaryRequestFrame and self.llm.summary is not None:
+            self.summarize(frame)  # type: ignore[arg-type]
+            return
+        if t is InterruptionFrame or t is CancelFrame or t is EndFrame:
+            self.cut_off(t is InterruptionFrame)
+        self.port.push(frame, direction)
+
+    def on_input_end(self, direction: Direction) -> None:
+        return None
+
+    def close(self) -> None:
+        self.cut_off(False)
+
+    # -- answering --------------------------------------------------------------------
+
+    def answer(self, snapshot: ContextSnapshot, direction: Direction) -> None:
+        llm = self.llm
+        reply = llm.next_reply(snapshot)
+        llm.runs.append(Run(snapshot, reply, direction))
+        if reply is None:
+            log.warning("ScriptedLLM: the script has no reply for run %d", len(llm.runs))
+            return
+        frames: list[Frame] = [LLMFullResponseStartFrame()]
+        if reply.thought:
+            frames += [LLMThoughtStartFrame(), LLMThoughtTextFrame(reply.thought), LLMThoughtEndFrame()]
+        frames += [LLMTextFrame(tok) for tok in tokens(reply.text)]
+        frames.append(LLMFullResponseEndFrame())
+        first = llm.first_token_delay if reply.first_token_delay is None else reply.first_token_delay
+        gap = llm.token_delay if reply.token_delay is None else reply.token_delay
+        t = 0.0
+        for i, f in enumerate(frames):
+            if i == 1:
+                t += first
+            elif i > 1:
+                t += gap if isinstance(f, LLMTextFrame) else 0.0
+            self._at(t, f, DOWN)
+        if reply.tool_calls:
+            self._tool_calls(reply.tool_calls, t)
+
+    def _tool_calls(self, calls: Sequence[ToolCall], t: float) -> None:
+        group = self.llm.new_call_id().replace("call", "group")
+        started = []
+        for c in calls:
+            call_id = c.id or self.llm.new_call_id()
+            self.calls[call_id] = c
+            started.append(FunctionCallFromLLM(c.name, call_id, dict(c.arguments)))
+        announce = FunctionCallsStartedFrame(tuple(started))
+        self._at(t, announce, DOWN)
+        self._at(t, announce, UP)
+        for fc in started:
+            c = self.calls[fc.tool_call_id]
+            progress = FunctionCallInProgressFrame(
+                c.name, fc.tool_call_id, dict(c.arguments), cancel_on_interruption=c.cancel_on_interruption,
+                group_id=group,
+            )
+            self._at(t, progress, DOWN)
+            result = c.handler(c.arguments) if c.handler is not None else c.result
+            done = FunctionCallResultFrame(c.name, fc.tool_call_id, dict(c.arguments), result, run_llm=c.run_llm)
+            self._at(t + c.delay, done, DOWN, finished=fc.tool_call_id)
+            self._at(t + c.delay, done, UP)
+
+    def _at(self, delay: float, frame: Frame, direction: Direction, finished: str | None = None) -> None:
+        """Emit ``frame`` after ``delay`` seconds (a model answers asynchronously, even when fast)."""
+
+        key = self.next_key = self.next_key + 1
+
+        def emit() -> None:
+            self.pending.pop(key, None)
+            if finished is not None:
+                self.calls.pop(finished, None)
+            self.port.push(frame, direction)
+
+        self.pending[key] = self.port.call_later(delay, emit)
+
+    def cut_off(self, interrupted: bool) -> None:
+        """Stop streaming the reply in flight; cancel tool calls that die with an interruption."""
+        for handle in self.pending.values():
+            handle.dispose()
+        self.pending.clear()
+        for call_id, c in list(self.calls.items()):
+            if interrupted and not c.cancel_on_interruption:
+                continue
+            del self.calls[call_id]
+            cancel = FunctionCallCancelFrame(c.name, call_id)
+            self.port.push(cancel, DOWN)
+            self.port.push(cancel, UP)
+
+    # -- summaries ----------------------------------------------------------------------
+
+    def summarize(self, request: LLMContextSummaryRequestFrame) -> None:
+        self.llm.summary_requests.append(request)
+        spec = self.llm.summary
+        if callable(spec):
+            text, index = spec(request)
+        else:
+            messages = request.context.messages
+            keep = request.min_messages_to_keep
+            index = len(messages) - keep - 1
+            text = str(spec)
+        self.port.push(LLMContextSummaryResultFrame(request.request_id, text, index), DOWN)
