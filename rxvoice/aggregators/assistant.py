@@ -188,7 +188,7 @@ class _AssistantSession(ShellSession):
                 plain = []
                 self.parts = []
             elif t is HoldText:
-                self.parts.append(tuple(e.part))
+                self.parts.append((e.part.text, e.part.includes_inter_part_spaces))
             elif t is AfterWrite:
                 self.run(plain)
                 plain = []
@@ -250,8 +250,6 @@ class _AssistantSession(ShellSession):
     def close(self) -> None:
         super().close()
         self._end()
-        if self.aggregator._session is self:
-            self.aggregator._session = None
 
 
 async def _wrap(awaitable: Any) -> Any:

@@ -155,6 +155,4 @@ class _UserSession(ShellSession):
                     strategy.close_resource(resource)
                 except Exception:
                     log.exception("releasing %s's resource failed; contained", strategy.name)
-        if self.aggregator._session is self:
-            self.aggregator._session = None
 

@@ -176,7 +176,7 @@ class _LLMSession:
         reply = llm.next_reply(snapshot)
         llm.runs.append(Run(snapshot, reply, direction))
         if reply is None:
-            log.warning("ScriptedLLM: the script has no reply for run %d", len(llm.runs))
+            log.info("ScriptedLLM: the script has no reply for run %d", len(llm.runs))
             return
         frames: list[Frame] = [LLMFullResponseStartFrame()]
         if reply.thought:
@@ -198,32 +198,37 @@ class _LLMSession:
     def _tool_calls(self, calls: Sequence[ToolCall], t: float) -> None:
         group = self.llm.new_call_id().replace("call", "group")
         started = []
+        by_id: dict[str, ToolCall] = {}
         for c in calls:
             call_id = c.id or self.llm.new_call_id()
-            self.calls[call_id] = c
+            by_id[call_id] = c
             started.append(FunctionCallFromLLM(c.name, call_id, dict(c.arguments)))
         announce = FunctionCallsStartedFrame(tuple(started))
         self._at(t, announce, DOWN)
         self._at(t, announce, UP)
         for fc in started:
-            c = self.calls[fc.tool_call_id]
+            c = by_id[fc.tool_call_id]
             progress = FunctionCallInProgressFrame(
                 c.name, fc.tool_call_id, dict(c.arguments), cancel_on_interruption=c.cancel_on_interruption,
                 group_id=group,
             )
-            self._at(t, progress, DOWN)
+            self._at(t, progress, DOWN, running=(fc.tool_call_id, c))
             result = c.handler(c.arguments) if c.handler is not None else c.result
             done = FunctionCallResultFrame(c.name, fc.tool_call_id, dict(c.arguments), result, run_llm=c.run_llm)
             self._at(t + c.delay, done, DOWN, finished=fc.tool_call_id)
             self._at(t + c.delay, done, UP)
 
-    def _at(self, delay: float, frame: Frame, direction: Direction, finished: str | None = None) -> None:
+    def _at(
+        self, delay: float, frame: Frame, direction: Direction, finished: str | None = None,
+        running: tuple[str, ToolCall] | None = None,
+    ) -> None:
         """Emit ``frame`` after ``delay`` seconds (a model answers asynchronously, even when fast)."""
-
         key = self.next_key = self.next_key + 1
 
         def emit() -> None:
             self.pending.pop(key, None)
+            if running is not None:
+                self.calls[running[0]] = running[1]
             if finished is not None:
                 self.calls.pop(finished, None)
             self.port.push(frame, direction)
