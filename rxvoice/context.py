@@ -60,7 +60,7 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
     __setitem__ = __delitem__ = _refuse
-    clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
@@ -76,8 +76,8 @@ class FrozenList(list[Any]):
     """A list that refuses mutation."""
 
     __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self))
@@ -141,12 +141,12 @@ class Messages(Sequence[Any]):
 
     def __iter__(self) -> Iterator[Any]:
         items, n = self._items, self._n
-        if len(items) == n:
-            return iter(items)
-        return iter(items[:n])
+        it: Iterator[Any] = iter(items) if len(items) == n else iter(items[:n])
+        return it
 
     def __reversed__(self) -> Iterator[Any]:
-        return reversed(self._items[: self._n])
+        it: Iterator[Any] = reversed(self._items[: self._n])
+        return it
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Messages):

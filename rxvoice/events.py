@@ -154,7 +154,7 @@ class EventRegistry:
 
     def has_handlers(self, name: str) -> bool:
         """Whether anything listens to ``name`` (handlers or observers)."""
-        return bool(self._handlers.get(name)) or self._subject.observers
+        return bool(self._handlers.get(name)) or bool(self._subject.observers)
 
     def observe(self, *names: str) -> reactivex.Observable[Event]:
         """The events raised from now on (all of them, or only ``names``)."""
@@ -224,7 +224,7 @@ class EventRegistry:
             if previous is not None and not previous.done():
                 try:
                     await asyncio.shield(previous)
-                except BaseException:  # noqa: BLE001 - the previous handler's failure is its own
+                except BaseException:
                     pass
             try:
                 await awaitable
@@ -254,7 +254,11 @@ class EventRegistry:
     def subscription(self, name: str, handler: Handler) -> Disposable:
         """Add ``handler`` and return a disposable that removes it."""
         self.on(name, handler)
-        return Disposable(lambda: self.off(name, handler))
+
+        def remove() -> None:
+            self.off(name, handler)
+
+        return Disposable(remove)
 
 
 async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:

@@ -165,7 +165,7 @@ class _AssistantSession(ShellSession):
             self.thought.append((text, True))
 
     def _thought_end(self, frame: Frame, direction: Direction) -> None:
-        text = concatenate(self.thought)  # type: ignore[arg-type]
+        text = concatenate(self.thought)
         self.thought = []
         self.now = now = self.port.time()
         self.state, effects = self.core.on_thought(self.state, text, frame.signature, now)  # type: ignore[attr-defined]

@@ -410,7 +410,7 @@ class AssistantCore:
             if info is None:
                 continue  # announced, never started: nothing was written
             if info.cancel_on_interruption:
-                out.append(Write(lambda c, i=call_id: c.update_tool_result(i, CANCELLED)))
+                out.append(_cancel_write(call_id))
             else:
                 calls[call_id] = info
         w.calls = calls
@@ -424,6 +424,10 @@ class AssistantCore:
             return
         out.append(EmitContext(UP))
         w.owed = w.push_on_bot_stopped = False
+
+
+def _cancel_write(call_id: str) -> Write:
+    return Write(lambda c: c.update_tool_result(call_id, CANCELLED))
 
 
 class _Skip(NamedTuple):

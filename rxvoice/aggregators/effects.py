@@ -156,39 +156,38 @@ class ShellSession:
     def run(self, effects: Sequence[Effect]) -> None:
         push = self._push
         for e in effects:
-            t = type(e)
-            if t is Emit:
-                push(e.frame, e.direction)  # type: ignore[union-attr]
-            elif t is Raise:
-                self.events.emit(e.name, e.payload)  # type: ignore[union-attr]
-            elif t is EmitContext:
-                push(LLMContextFrame(self.context), e.direction)  # type: ignore[union-attr]
-            elif t is Broadcast:
-                push(e.frame, DOWN)  # type: ignore[union-attr]
-                push(e.frame, UP)  # type: ignore[union-attr]
-            elif t is Write:
+            if isinstance(e, Emit):
+                push(e.frame, e.direction)
+            elif isinstance(e, Raise):
+                self.events.emit(e.name, e.payload)
+            elif isinstance(e, EmitContext):
+                push(LLMContextFrame(self.context), e.direction)
+            elif isinstance(e, Broadcast):
+                push(e.frame, DOWN)
+                push(e.frame, UP)
+            elif isinstance(e, Write):
                 try:
-                    e.op(self.context)  # type: ignore[union-attr]
+                    e.op(self.context)
                 except RxVoiceError as err:
                     log.warning("%s: %s; the rest of this step is skipped", self.processor.name, err)
                     self.port.report_error(err)
                     return
-            elif t is Timer:
-                self._timer(e.owner, e.key, e.delay)  # type: ignore[union-attr]
-            elif t is StopTimers:
+            elif isinstance(e, Timer):
+                self._timer(e.owner, e.key, e.delay)
+            elif isinstance(e, StopTimers):
                 self.stop_timers()
-            elif t is Call:
-                self._call(e)  # type: ignore[arg-type]
-            elif t is Callback:
+            elif isinstance(e, Call):
+                self._call(e)
+            elif isinstance(e, Callback):
                 try:
-                    result = e.fn(self.processor)  # type: ignore[union-attr]
+                    result = e.fn(self.processor)
                 except Exception:
                     log.exception("%s: a callback raised; contained", self.processor.name)
                 else:
                     if hasattr(result, "__await__"):
                         self._await(result)
-            elif t is Requeue:
-                self.port.requeue(e.frame, e.direction)  # type: ignore[union-attr]
+            elif isinstance(e, Requeue):
+                self.port.requeue(e.frame, e.direction)
 
     def _await(self, awaitable: Any) -> None:
         import asyncio

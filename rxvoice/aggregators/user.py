@@ -125,7 +125,7 @@ class _UserSession(ShellSession):
             if type(e) is AnalyzeAudio:
                 self.run(effects[:i])  # type: ignore[arg-type]
                 if self.vad is not None:
-                    self.vad.analyze(e.frame)  # type: ignore[union-attr]
+                    self.vad.analyze(e.frame)
                 self.execute(effects[i + 1:])
                 return
         self.run(effects)  # type: ignore[arg-type]

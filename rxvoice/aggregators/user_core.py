@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ..events import Lazy
 from ..frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
@@ -79,7 +80,6 @@ from .effects import (
     Timer,
     Write,
 )
-from ..events import Lazy
 from .reports import UserTurnMessageAdded, UserTurnStopped, iso8601
 
 __all__ = [

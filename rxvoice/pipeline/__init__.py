@@ -18,10 +18,10 @@ __all__ = [
     "Stage",
     "arun",
     "as_stage",
-    "from_async_iterable",
-    "loop_scheduler",
-    "to_async_iterator",
     "default_scheduler",
+    "from_async_iterable",
     "lift",
+    "loop_scheduler",
     "pipeline",
+    "to_async_iterator",
 ]

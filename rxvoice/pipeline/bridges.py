@@ -56,7 +56,11 @@ def from_async_iterable(source: AsyncIterable[_T]) -> Observable[_T]:
             observer.on_completed()
 
         task = loop.create_task(pump())
-        return Disposable(task.cancel)
+
+        def cancel() -> None:
+            task.cancel()
+
+        return Disposable(cancel)
 
     return Observable(subscribe)
 

@@ -211,7 +211,7 @@ class _Link:
         self._owns_session = not gated
         self.port = Port(self, session)
         self.handler = self.processor.open(self.port)
-        self._on_frame = self.handler.on_frame
+        self._on_frame: Callable[[Frame, Direction], None] = self.handler.on_frame
         if gated:
             down = Sink(self.receive_down, self._input_error_down, lambda: self._input_end(DOWN))
             up = Sink(self.receive_up, self._input_error_up, lambda: self._input_end(UP))
@@ -244,7 +244,7 @@ class _Link:
     def receive_pair(self, item: tuple[Frame, Direction]) -> None:
         self.receive(item[0], item[1])
 
-    def receive(self, frame: Frame, direction: Direction) -> None:
+    def receive(self, frame: object, direction: Direction) -> None:
         """Hand one frame to the handler, or queue it if the handler is busy."""
         if self._busy:
             self._pending.append((self._handle_pair, (frame, direction)))
@@ -257,7 +257,7 @@ class _Link:
         finally:
             self._busy = False
 
-    def receive_down(self, frame: Frame) -> None:
+    def receive_down(self, frame: object) -> None:
         """``receive(frame, DOWN)`` without the extra call: the path every frame takes."""
         if self._busy:
             self._pending.append((self._handle_pair, (frame, DOWN)))
@@ -276,7 +276,7 @@ class _Link:
         finally:
             self._busy = False
 
-    def receive_up(self, frame: Frame) -> None:
+    def receive_up(self, frame: object) -> None:
         self.receive(frame, UP)
 
     def _drain(self) -> None:
@@ -285,10 +285,10 @@ class _Link:
             fn, arg = pending.popleft()
             fn(arg)
 
-    def _handle_pair(self, item: tuple[Frame, Direction]) -> None:
+    def _handle_pair(self, item: tuple[object, Direction]) -> None:
         self._handle(item[0], item[1])
 
-    def _handle(self, frame: Frame, direction: Direction) -> None:
+    def _handle(self, frame: object, direction: Direction) -> None:
         if self.handler is None:
             return
         if not isinstance(frame, Frame):

@@ -283,7 +283,10 @@ class FrameMarbles:
             subscriptions.add(out_down.subscribe(recorder(rec.down), scheduler=sched))
 
         sched.schedule_absolute(start, go)
-        sched.schedule_absolute(start + horizon, lambda _s, _st=None: subscriptions.dispose())
+        def stop(_s: abc.SchedulerBase, _st: Any = None) -> None:
+            subscriptions.dispose()
+
+        sched.schedule_absolute(start + horizon, stop)
         sched.advance_to(start + horizon)
         subscriptions.dispose()
         return rec

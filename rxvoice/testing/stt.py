@@ -116,7 +116,10 @@ def replay_transcript(
         sched = scheduler or TimeoutScheduler.singleton()
         d = CompositeDisposable()
         for when, frame in timeline:
-            d.add(sched.schedule_relative(when, lambda _s, _st=None, f=frame: observer.on_next(f)))
+            def emit(_s: abc.SchedulerBase, _st: Any = None, f: Frame = frame) -> None:
+                observer.on_next(f)
+
+            d.add(sched.schedule_relative(when, emit))
         return d
 
     return Observable(subscribe)

@@ -58,7 +58,7 @@ class UserTurnStrategies:
         return start, stop
 
 
-def ExternalStrategies(*, enable_interruptions: bool = True) -> UserTurnStrategies:  # noqa: N802 - seed name
+def ExternalStrategies(*, enable_interruptions: bool = True) -> UserTurnStrategies:
     """Adopt turn decisions made elsewhere (a :class:`UserTurnProcessor`, a service's proposals)."""
     return UserTurnStrategies(
         start=(ExternalStart(enable_interruptions=enable_interruptions),),

@@ -36,8 +36,8 @@ __all__ = [
     "Deferred",
     "ExternalCompletionStop",
     "ExternalStop",
-    "SpeechTimeoutStop",
     "SpeechTimeoutState",
+    "SpeechTimeoutStop",
 ]
 
 TRANSCRIPT_GRACE = 1.0

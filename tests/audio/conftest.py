@@ -14,7 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+SHARED = Path(
+    os.environ.get("RXVOICE_SHARED", "").strip()
+    or Path(__file__).resolve().parents[2].parent / "shared"
+)
 TURNS = SHARED / "audio" / "turns"
 CONVERSATION = SHARED / "audio" / "conversation"
 
@@ -37,6 +40,18 @@ def smart_turn_model() -> Path:
             "smart-turn-v3.2-cpu.onnx in ../shared/models/ (see docs/audio.md)"
         )
     return path
+
+
+@pytest.fixture(scope="session")
+def turns_dir() -> Path:
+    """../shared/audio/turns (or under $RXVOICE_SHARED)."""
+    return TURNS
+
+
+@pytest.fixture(scope="session")
+def conversation_dir() -> Path:
+    """../shared/audio/conversation (or under $RXVOICE_SHARED)."""
+    return CONVERSATION
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TURNS
 
 from rxvoice.audio.vad import (
     SileroModel,
@@ -29,10 +28,10 @@ def stream_probabilities(samples: np.ndarray, stream: SileroStream) -> list[floa
 
 
 def test_every_fixture_matches_the_reference_probabilities(
-    turn_labels: list[dict[str, str]], turn_audio: dict[str, np.ndarray]
+    turn_labels: list[dict[str, str]], turn_audio: dict[str, np.ndarray], turns_dir: Path
 ) -> None:
     model = SileroModel.shared()
-    probs_dir = TURNS / "vad_probs"
+    probs_dir = turns_dir / "vad_probs"
     for row in turn_labels:
         probs = stream_probabilities(turn_audio[row["file"]], model.stream(16000))
         # The sha is the first 12 hex digits of sha256 over the 6-decimal lines.
@@ -146,6 +145,27 @@ def test_analyze_batch_equals_analyze_audio(booking: np.ndarray) -> None:
             assert a.last_confidence == pytest.approx(b.last_confidence, abs=1e-5)
             assert a.last_volume == pytest.approx(b.last_volume, abs=1e-9)
     assert VADState.SPEAKING in seen and VADState.QUIET in seen
+
+
+def test_analyze_batch_in_lockstep(booking: np.ndarray) -> None:
+    # The server loop: every session sends one 32 ms frame per tick.
+    sessions = 8
+    audio = [booking[i * 4001 : i * 4001 + 16000 * 6] for i in range(sessions)]
+    solo = [SileroVADAnalyzer(16000) for _ in range(sessions)]
+    batch = [SileroVADAnalyzer(16000) for _ in range(sessions)]
+    for k in range(0, 16000 * 6, 512):
+        chunks = [a[k : k + 512].tobytes() for a in audio]
+        expected = [v.analyze_audio(c) for v, c in zip(solo, chunks, strict=True)]
+        assert analyze_batch(batch, chunks) == expected
+        got = [(v.last_confidence, v.last_volume) for v in batch]
+        want = [(v.last_confidence, v.last_volume) for v in solo]
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    assert analyze_batch(batch, [b""] * sessions) == [v.state for v in solo]
+    batch[0].reset()  # leaves the shared buffers; the others go on in step
+    solo[0].reset()
+    chunks = [a[:512].tobytes() for a in audio]
+    assert analyze_batch(batch, chunks) == [v.analyze_audio(c) for v, c in zip(solo, chunks,
+                                                                                strict=True)]
 
 
 def test_analyze_batch_validation() -> None:

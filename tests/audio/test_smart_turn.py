@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CONVERSATION
 
 from rxvoice.audio.turn import SmartTurnAnalyzer
 from rxvoice.errors import ConfigurationError, InvalidAudioError, ModelError, ModelNotFoundError
@@ -36,9 +35,11 @@ def test_batch_equals_single(
     assert analyzer.probabilities([]) == []
 
 
-def test_booking_turns(smart_turn_model: Path, booking: np.ndarray) -> None:
+def test_booking_turns(
+    smart_turn_model: Path, booking: np.ndarray, conversation_dir: Path
+) -> None:
     # From 0.3 s before a turn's first word to 0.2 s after each segment (audio README).
-    transcript = json.loads((CONVERSATION / "booking.transcript.json").read_text())
+    transcript = json.loads((conversation_dir / "booking.transcript.json").read_text())
     analyzer = SmartTurnAnalyzer(smart_turn_model)
     reference = [0.014, 0.823, 0.008, 0.687, 0.967]
     turn_start = None
@@ -47,7 +48,7 @@ def test_booking_turns(smart_turn_model: Path, booking: np.ndarray) -> None:
         a, b = round((turn_start - 0.3) * 16000), round((segment["end"] + 0.2) * 16000)
         p = analyzer.probability(booking[a:b])
         assert (p > 0.5) == segment["turn_end"]
-        assert p == pytest.approx(expected, abs=0.02)
+        assert p == pytest.approx(expected, abs=1e-3)
         turn_start = None if segment["turn_end"] else turn_start
 
 

@@ -13,13 +13,17 @@ produces, or its probabilities drift. The recipe (pipecat-behavior §6.4):
 5. ``log10(max(mel, 1e-10))``, last frame dropped (801 → 800 frames),
    clamped to at least ``max − 8``, mapped ``(x + 4) / 4``; float32 (80, 800).
 
+Exactness matters more than usual: Smart Turn is int8-quantized and its
+output jumps when a value lands in another quantization bin, so features
+that differ by 1e-5 (say, normalizing in float64 instead of float32) can
+move the probability by 0.1. Every step therefore does the reference's
+arithmetic in the reference's precision and order; the result is bit-for-bit
+the features Pipecat computes.
+
 Speed (it runs on every end-of-speech, on the critical path of a reply):
 the framing is a strided view (no copy), the window, filterbank and scratch
-buffers are allocated once per extractor, the never-used 801st frame is not
-transformed, the clamp is folded before the logarithm (``log`` is monotonic,
-so ``max(log m, log M − 8) = log max(m, M·1e-8)``), and the logarithm runs
-in float32 on values already clamped to a 1e-8 dynamic range, where float32
-is exact to ~1e-7, far below what the model can notice.
+buffers are allocated once per extractor and written in place, and the
+never-used 801st frame is not transformed at all.
 """
 
 from __future__ import annotations
@@ -56,8 +60,6 @@ N_FRAMES = N_SAMPLES // HOP_LENGTH  # 800: the 801st STFT frame is dropped
 _PAD = N_FFT // 2
 _NORM_EPS = 1e-7
 _MEL_FLOOR = 1e-10
-_DYNAMIC_RANGE = 1e-8  # 8 decades below the maximum
-_LN10 = math.log(10.0)
 
 
 def _hz_to_mel(hz: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -108,6 +110,7 @@ class WhisperFeatures:
         """Precompute the window and filterbank and allocate the buffers."""
         self._window = 0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(N_FFT) / N_FFT)
         self._filters_t = np.ascontiguousarray(mel_filterbank().T)  # (80, 201)
+        self._normalized = np.empty(N_SAMPLES, dtype=np.float32)
         self._padded = np.zeros(N_SAMPLES + 2 * _PAD)
         self._frames = np.empty((N_FRAMES, N_FFT))
         self._spectrum = np.empty((N_FRAMES, N_FFT // 2 + 1), dtype=np.complex128)
@@ -137,13 +140,16 @@ class WhisperFeatures:
         return result
 
     def _compute(self, x: Float32Array, result: Float32Array) -> None:
-        # 1. Normalize: float32 statistics, as numpy computes them on float32.
+        # 1. Normalize in float32, operation for operation as numpy does it on
+        #    float32 input (a float64 division would already move the features
+        #    by ~1e-5, enough to flip the model's quantization bins).
         mean = x.mean()
         std = np.sqrt(x.var() + np.float32(_NORM_EPS))
+        normalized = self._normalized
+        np.subtract(x, mean, out=normalized)
+        np.divide(normalized, std, out=normalized)
         padded = self._padded
-        body = padded[_PAD : _PAD + N_SAMPLES]
-        np.subtract(x, mean, out=body, dtype=np.float32, casting="unsafe")
-        body /= std
+        padded[_PAD : _PAD + N_SAMPLES] = normalized
         # 2. Reflect-pad 200 on each side (the edge sample itself is not repeated).
         padded[:_PAD] = padded[2 * _PAD : _PAD : -1]
         padded[_PAD + N_SAMPLES :] = padded[N_SAMPLES + _PAD - 2 : N_SAMPLES - 2 : -1]
@@ -159,14 +165,14 @@ class WhisperFeatures:
         # 4. Mel filterbank, straight into (80, 800).
         mel = self._mel
         np.matmul(self._filters_t, power.T, out=mel)
-        # 5. Floor, clamp to 8 decades below the maximum, log10, scale.
-        top = max(float(mel.max()), _MEL_FLOOR)
-        np.maximum(mel, max(_MEL_FLOOR, top * _DYNAMIC_RANGE), out=mel)
+        # 5. log10 of the floored mel, clamped to 8 below the maximum, (x + 4) / 4,
+        #    in float64 and in this order, as the reference does.
+        np.maximum(mel, _MEL_FLOOR, out=mel)
+        np.log10(mel, out=mel)
+        np.maximum(mel, mel.max() - 8.0, out=mel)
+        mel += 4.0
+        mel *= 0.25  # exactly / 4
         np.copyto(result, mel, casting="same_kind")
-        np.log(result, out=result)
-        # (log10(m) + 4) / 4 = ln(m) / (4 ln 10) + 1
-        result *= np.float32(1.0 / (4.0 * _LN10))
-        result += np.float32(1.0)
 
 
 _default: WhisperFeatures | None = None

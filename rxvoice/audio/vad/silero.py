@@ -46,7 +46,7 @@ import onnxruntime as ort
 from numpy.typing import NDArray
 
 from ...errors import ConfigurationError, ModelError, ModelNotFoundError
-from ..pcm import AudioInput, Float32Array, to_float32_mono
+from ..pcm import AudioInput, Float32Array, pcm16_to_float32, to_float32_mono
 from .analyzer import VADAnalyzer
 from .params import VADParams, VADState
 from .volume import VolumeMeter
@@ -423,7 +423,7 @@ def analyze_batch(
     rates = {a.sample_rate for a in analyzers}
     if len(rates) > 1:
         raise ConfigurationError(f"analyze_batch needs one sample rate, got {sorted(rates)}")
-    samples = [a._to_samples(chunk) for a, chunk in zip(analyzers, chunks, strict=True)]
+    samples = _batch_samples(analyzers, chunks)
     pending = [a._split_samples(s) for a, s in zip(analyzers, samples, strict=True)]
     rounds = max(len(windows) for windows in pending)
     for k in range(rounds):
@@ -435,3 +435,24 @@ def analyze_batch(
             analyzer = analyzers[i]
             analyzer._apply_window(analyzer._after_inference(confidence), raw, None)
     return [a._machine.settle() for a in analyzers]
+
+
+def _batch_samples(
+    analyzers: Sequence[SileroVADAnalyzer], chunks: Sequence[AudioInput]
+) -> list[Float32Array]:
+    """Validate and convert every chunk first (so a bad one consumes nothing).
+
+    Equal-length PCM byte chunks, the usual server case, are converted in one go.
+    """
+    first = chunks[0]
+    if (
+        type(first) is bytes
+        and len(first) > 0
+        and len(first) % 2 == 0
+        and all(type(c) is bytes and len(c) == len(first) for c in chunks)
+    ):
+        for analyzer in analyzers:
+            analyzer._check_open()
+        joined = pcm16_to_float32(b"".join(chunks))  # type: ignore[arg-type]
+        return list(joined.reshape(len(chunks), -1))
+    return [a._to_samples(chunk) for a, chunk in zip(analyzers, chunks, strict=True)]

@@ -460,9 +460,8 @@ class VolumeMeter:
         cached = self._cached
         if cached is not None:
             return cached
-        if self._received < self._window:
-            value = 0.0
-        else:
+        value = 0.0
+        if self._received >= self._window:
             value = loudness_to_volume(_quantized_lufs(self._mean_square()))
         self._cached = value
         return value
