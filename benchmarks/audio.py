@@ -4,7 +4,8 @@ Run it with the benchmark venv, where Pipecat is installed next to rxvoice:
 
     /work/benchvenv/bin/python benchmarks/audio.py [--quick]
 
-It measures (medians of several interleaved rounds, ``time.perf_counter``):
+It measures (medians of interleaved rounds, the order rotating each round:
+27 rounds of 200 chunks for the VAD, 9 for Smart Turn; ``time.perf_counter``):
 
 a) Silero VAD per 512-sample chunk (16 kHz): rxvoice's analyzer ``confidence``
    vs a bare onnxruntime call of the same model with the same thread settings
@@ -14,9 +15,13 @@ b) Smart Turn v3.2 per 8 s window: Whisper features (rxvoice vs the function
    Pipecat's ``LocalSmartTurnAnalyzerV3`` calls, which no public API exposes
    on its own), and the whole prediction (features + ONNX), both with one
    onnxruntime thread.
-c) Sessions per core: real-time 16 kHz streams one core keeps up with
-   (32 ms of audio / cost per chunk), rxvoice unbatched and batched (64
-   sessions per model call) vs Pipecat's ``analyze_audio``.
+c) Sessions per core: real-time 16 kHz streams one core keeps up with, fed
+   20 ms transport frames (audio seconds processed per wall second). rxvoice:
+   the VAD *operator* (``VADProcessor`` in a ``pipeline``, 64 concurrent
+   sessions on one ``TestScheduler``), batched through a ``VADBatcher`` and
+   unbatched; Pipecat: its ``analyze_audio`` fed the same 20 ms frames (with
+   the thread-pool hop it makes on every call). Also the bare analyzers
+   (``analyze_batch`` / ``analyze_audio`` on 512-sample chunks) for reference.
 
 Threads: ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS``
 are set to 1 before numpy loads (unless already set), and every onnxruntime
@@ -48,7 +53,11 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
+from reactivex.subject import Subject  # noqa: E402
+from reactivex.testing import TestScheduler  # noqa: E402
 
+from rxvoice import frames as F  # noqa: E402
+from rxvoice import pipeline  # noqa: E402
 from rxvoice.audio.turn import SmartTurnAnalyzer, WhisperFeatures, fit_window  # noqa: E402
 from rxvoice.audio.vad import (  # noqa: E402
     SileroModel,
@@ -56,12 +65,17 @@ from rxvoice.audio.vad import (  # noqa: E402
     analyze_batch,
     default_silero_model_path,
 )
+from rxvoice.audio.vad_processor import VADBatcher, VADProcessor  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(
+    os.environ.get("RXVOICE_SHARED", "").strip()
+    or Path(__file__).resolve().parents[1].parent / "shared"
+)
 MODEL = Path(os.environ.get("RXVOICE_SMART_TURN_MODEL", SHARED / "models/smart-turn-v3.2-cpu.onnx"))
 CHUNK = 512
 CHUNK_SECS = CHUNK / 16000
 BATCH = 64
+FRAME = 320  # a 20 ms transport frame
 
 
 def read_wav(path: Path) -> np.ndarray:
@@ -69,21 +83,14 @@ def read_wav(path: Path) -> np.ndarray:
         return np.frombuffer(w.readframes(w.getnframes()), "<i2").copy()
 
 
-def median_per_item(run: Callable[[], int], rounds: int) -> float:
-    """Median over rounds of (seconds per item) for a callable returning its item count."""
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        items = run()
-        samples.append((time.perf_counter() - start) / items)
-    return statistics.median(samples)
-
-
 def interleaved(methods: dict[str, Callable[[], int]], rounds: int) -> dict[str, float]:
-    """Run the methods round-robin (so drift hits all alike); median seconds per item."""
+    """Run the methods round-robin, rotating the order each round (so drift and
+    cache effects hit all alike); median seconds per item."""
     times: dict[str, list[float]] = {name: [] for name in methods}
-    for _ in range(rounds):
-        for name, run in methods.items():
+    order = list(methods.items())
+    for round_index in range(rounds):
+        shift = round_index % len(order)
+        for name, run in order[shift:] + order[:shift]:
             start = time.perf_counter()
             items = run()
             times[name].append((time.perf_counter() - start) / items)
@@ -185,19 +192,21 @@ def section_silero(audio: np.ndarray, pc: dict[str, Any], rounds: int, n: int) -
         loop.run_until_complete(pc_feed())
         return len(chunks_bytes)
 
-    for warm in (floor_run, rx_conf, rx_stream_f32, pc_conf, rx_analyze, pc_analyze):
+    rx_batch = batched_runner(audio, steps=max(4, n // 10))
+    for warm in (floor_run, rx_conf, rx_stream_f32, pc_conf, rx_analyze, pc_analyze, rx_batch):
         warm()
     result = interleaved(
         {"floor": floor_run, "rx_confidence": rx_conf, "rx_stream_f32": rx_stream_f32,
-         "pc_voice_confidence": pc_conf, "rx_analyze": rx_analyze, "pc_analyze": pc_analyze},
+         "pc_voice_confidence": pc_conf, "rx_analyze": rx_analyze, "pc_analyze": pc_analyze,
+         "rx_batch": rx_batch},
         rounds,
     )
     loop.close()
     return result
 
 
-def section_batched(audio: np.ndarray, rounds: int, steps: int) -> float:
-    """Seconds per chunk per session for analyze_batch over BATCH sessions."""
+def batched_runner(audio: np.ndarray, steps: int) -> Callable[[], int]:
+    """analyze_batch over BATCH sessions in lockstep, one 512-sample frame each per step."""
     analyzers = [SileroVADAnalyzer(16000) for _ in range(BATCH)]
     offsets = [(i * 4813) % (audio.shape[0] - CHUNK * steps) for i in range(BATCH)]
     rounds_of_chunks = [
@@ -210,8 +219,81 @@ def section_batched(audio: np.ndarray, rounds: int, steps: int) -> float:
             analyze_batch(analyzers, chunks)
         return steps * BATCH
 
-    run()
-    return median_per_item(run, rounds)
+    return run
+
+
+def operator_runner(audio: np.ndarray, sessions: int, secs: float, batched: bool) -> Callable[[], int]:
+    """``sessions`` VAD operators (one pipeline each) on one TestScheduler, fed ``secs`` of 20 ms frames a run.
+
+    The pipelines stay connected from run to run (steady state: analyzers,
+    volume meters and batch buffers already set up), each run playing the
+    next ``secs`` of every session's audio. Returns the number of 32 ms units
+    of audio processed, so ``interleaved`` gives the cost per 32 ms of one
+    session's audio.
+    """
+    frames_per_run = int(secs * 16000) // FRAME
+    usable = audio.shape[0] // FRAME
+    streams = []
+    for i in range(sessions):
+        offset = (i * 241) % usable
+        streams.append([F.InputAudioRawFrame(audio[((offset + k) % usable) * FRAME:
+                                                   ((offset + k) % usable + 1) * FRAME].tobytes())
+                        for k in range(usable)])
+    scheduler = TestScheduler()
+    batcher = VADBatcher(max_batch=sessions) if batched else None
+    sources: list[Subject[F.Frame]] = []
+    for _ in range(sessions):
+        source: Subject[F.Frame] = Subject()
+        down, _up = pipeline(VADProcessor(batcher=batcher)).connect(source)
+        down.subscribe(lambda _f: None, scheduler=scheduler)
+        sources.append(source)
+    position = [0]
+    units = sessions * frames_per_run * FRAME // CHUNK
+
+    def run() -> int:
+        start = scheduler.clock
+        for j in range(frames_per_run):
+            k = (position[0] + j) % usable
+
+            def tick(_s: Any, _st: Any = None, k: int = k) -> None:
+                for source, frames in zip(sources, streams, strict=True):
+                    source.on_next(frames[k])
+
+            scheduler.schedule_absolute(start + (j + 1) * FRAME / 16000, tick)
+        position[0] += frames_per_run
+        scheduler.advance_to(start + secs + 0.001)
+        return units
+
+    return run
+
+
+def pipecat_frames_runner(audio: np.ndarray, pc: dict[str, Any], secs: float) -> Callable[[], int]:
+    """Pipecat's ``analyze_audio`` fed 20 ms frames (its thread-pool hop included)."""
+    analyzer = pc["silero"](sample_rate=16000)
+    analyzer.set_sample_rate(16000)
+    frames = [audio[k * FRAME:(k + 1) * FRAME].tobytes() for k in range(int(secs * 16000) // FRAME)]
+    loop = asyncio.new_event_loop()
+
+    async def feed() -> None:
+        for b in frames:
+            await analyzer.analyze_audio(b)
+
+    def run() -> int:
+        loop.run_until_complete(feed())
+        return len(frames) * FRAME // CHUNK
+
+    return run
+
+
+def section_operator(audio: np.ndarray, pc: dict[str, Any], rounds: int, secs: float) -> dict[str, float]:
+    methods = {
+        "op_batched": operator_runner(audio, BATCH, secs, batched=True),
+        "op_unbatched": operator_runner(audio, BATCH, secs, batched=False),
+        "pc_frames": pipecat_frames_runner(audio, pc, secs * 4),
+    }
+    for run in methods.values():
+        run()
+    return interleaved(methods, rounds)
 
 
 def section_smart_turn(
@@ -254,7 +336,8 @@ def parity(audio: np.ndarray, pc: dict[str, Any]) -> list[str]:
     lines.append(f"VAD states on booking.wav (20 ms chunks): {mismatches} of {total} differ")
     labels = SHARED / "audio/turns/labels.csv"
     if labels.is_file():
-        rows = list(csv.DictReader(open(labels, newline="")))
+        with open(labels, newline="") as handle:
+            rows = list(csv.DictReader(handle))
         st = SmartTurnAnalyzer(MODEL)
         pc_st = pc["smart_turn"](smart_turn_model_path=str(MODEL), cpu_count=1)
         rx_err, pc_err = [], []
@@ -282,7 +365,7 @@ def main() -> None:
           f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
           "onnxruntime 1 intra-op + 1 inter-op thread everywhere")
 
-    vad = section_silero(booking, pc, rounds, n=200 if args.quick else 571)
+    vad = section_silero(booking, pc, 3 * rounds, n=100 if args.quick else 200)
     us = {k: v * 1e6 for k, v in vad.items()}
     print("\n(a) Silero VAD, per 512-sample chunk (µs, median)")
     print(f"  bare onnxruntime session.run (floor)      {us['floor']:8.1f}")
@@ -293,24 +376,28 @@ def main() -> None:
     print(f"  Pipecat analyze_audio (+ executor hop)    {us['pc_analyze']:8.1f}")
 
     window = booking[: 8 * 16000]
-    st = section_smart_turn(window, pc, max(3, rounds - 2))
+    st = section_smart_turn(window, pc, rounds)
     ms = {k: v * 1e3 for k, v in st.items()}
     print("\n(b) Smart Turn v3.2, per 8 s window (ms, median, 1 onnxruntime thread)")
     print(f"  features: rxvoice {ms['rx_features']:.2f}   Pipecat {ms['pc_features']:.2f}")
     print(f"  total:    rxvoice {ms['rx_total']:.1f} (exact int8)   "
           f"{ms['rx_total_fast']:.1f} (exact_quantization=False)   Pipecat {ms['pc_total']:.1f}")
 
-    batched = section_batched(booking, rounds, steps=20 if args.quick else 60)
-    sessions_unbatched = CHUNK_SECS / vad["rx_analyze"]
-    sessions_batched = CHUNK_SECS / batched
-    sessions_pipecat = CHUNK_SECS / vad["pc_analyze"]
-    print("\n(c) Real-time 16 kHz sessions one core keeps up with (32 ms audio / cost per chunk)")
-    print(f"  rxvoice analyze_audio, unbatched   {sessions_unbatched:7.0f}  "
-          f"({vad['rx_analyze'] * 1e6:.1f} µs/chunk)")
-    print(f"  rxvoice analyze_batch, {BATCH} at once {sessions_batched:7.0f}  "
-          f"({batched * 1e6:.1f} µs/chunk)")
-    print(f"  Pipecat analyze_audio              {sessions_pipecat:7.0f}  "
-          f"({vad['pc_analyze'] * 1e6:.1f} µs/chunk)")
+    op = section_operator(booking, pc, rounds, secs=1.0 if args.quick else 2.0)
+    sessions = {name: CHUNK_SECS / cost for name, cost in op.items()}
+    sessions_batched = sessions["op_batched"]
+    sessions_pipecat = sessions["pc_frames"]
+    print("\n(c) Real-time 16 kHz sessions one core keeps up with, fed 20 ms frames "
+          "(cost per 32 ms of audio)")
+    print(f"  rxvoice VAD operator, {BATCH} sessions, VADBatcher {sessions_batched:7.0f}  "
+          f"({op['op_batched'] * 1e6:.1f} µs)")
+    print(f"  rxvoice VAD operator, {BATCH} sessions, unbatched  {sessions['op_unbatched']:7.0f}  "
+          f"({op['op_unbatched'] * 1e6:.1f} µs)")
+    print(f"  Pipecat analyze_audio, 20 ms frames            {sessions_pipecat:7.0f}  "
+          f"({op['pc_frames'] * 1e6:.1f} µs)")
+    print(f"  (bare analyzers, 512-sample chunks: rxvoice analyze_batch x{BATCH} "
+          f"{CHUNK_SECS / vad['rx_batch']:.0f}, analyze_audio {CHUNK_SECS / vad['rx_analyze']:.0f}, "
+          f"Pipecat analyze_audio {CHUNK_SECS / vad['pc_analyze']:.0f})")
 
     print("\nParity")
     for line in parity(booking, pc):

@@ -1,6 +1,11 @@
 """The conversation around the model: the user/assistant pair and its companions."""
 
+from ..notify import Notifier
+from ..summarization import AutoSummarizationConfig, SummaryConfig, SummaryRequest
 from .assistant import AssistantAggregator
+from .full_response import FullResponse
+from .gates import Gated, GatedConfig, GatedContext, GateFunc
+from .llm_text import LLMText
 from .pair import Pair
 from .reports import (
     AssistantThought,
@@ -10,6 +15,7 @@ from .reports import (
     UserTurnMessageAdded,
     UserTurnStopped,
 )
+from .sentence import Sentence
 from .summarizer import Summarizer
 from .user import UserAggregator
 from .vad_config import VADConfig
@@ -47,10 +53,21 @@ __all__ = [
     "AssistantAggregator",
     "AssistantThought",
     "AssistantTurnStopped",
+    "AutoSummarizationConfig",
     "Completion",
+    "FullResponse",
+    "GateFunc",
+    "Gated",
+    "GatedConfig",
+    "GatedContext",
+    "LLMText",
+    "Notifier",
     "Pair",
+    "Sentence",
     "Summarizer",
     "SummaryApplied",
+    "SummaryConfig",
+    "SummaryRequest",
     "UserAggregator",
     "UserTurnMessageAdded",
     "UserTurnStopped",

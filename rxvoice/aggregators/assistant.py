@@ -127,6 +127,8 @@ class _AssistantSession(ShellSession):
             self._dispatch[t] = self._aggregated_text
         self._dispatch[LLMThoughtTextFrame] = self._thought_text
         self._dispatch[LLMThoughtEndFrame] = self._thought_end
+        for t in getattr(aggregator.summarizer(), "consumed_types", ()):
+            self._dispatch.setdefault(t, _consumed)  # answers addressed to the summarizer stop here
 
     # -- frames ------------------------------------------------------------------
 
@@ -250,6 +252,10 @@ class _AssistantSession(ShellSession):
     def close(self) -> None:
         super().close()
         self._end()
+
+
+def _consumed(frame: Frame, direction: Direction) -> None:
+    return None
 
 
 async def _wrap(awaitable: Any) -> Any:

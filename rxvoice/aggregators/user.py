@@ -14,9 +14,11 @@ from ..frames import Frame
 from ..pipeline.processor import Port, Processor
 from ..pipeline.stage import DOWN, Direction
 from ..turns.config import TurnsConfig
+from ..turns.controller import TurnController
 from ..turns.mute import MuteStrategy
-from .effects import Effect, ShellSession
-from .user_core import USER_EVENTS, AnalyzeAudio, UserCore, UserState
+from ..turns.offload import Offload
+from .effects import ShellSession
+from .user_core import USER_EVENTS, AnalyzeAudio, ShellEffect, UseController, UserCore, UserState
 from .vad_config import VADConfig
 
 __all__ = ["UserAggregator"]
@@ -40,6 +42,14 @@ class UserAggregator(Processor):
     ``on_user_turn_message_added`` (:class:`UserTurnMessageAdded`),
     ``on_user_mute_started``, ``on_user_mute_stopped``, and ``on_error``
     (a typed error from :mod:`rxvoice.errors`).
+
+    ``offload`` is where heavy strategy work (an end-of-turn model) runs:
+    a callable taking a job and returning a ``concurrent.futures.Future``
+    (default: rxvoice's shared worker thread). Tests set it to
+    :func:`rxvoice.turns.inline_offload` or a
+    :class:`rxvoice.turns.SchedulerOffload` to put model latency in virtual
+    time; it can be set after construction (``pair.user().offload = ...``),
+    before the pipeline runs.
     """
 
     name = "UserContextAggregator"
@@ -53,14 +63,17 @@ class UserAggregator(Processor):
         vad: VADConfig | None = None,
         tool_change_messages: bool = False,
         scheduler: abc.SchedulerBase | None = None,
+        offload: Offload | None = None,
     ) -> None:
         self._context = context
         self.turns = turns if turns is not None else TurnsConfig()
         self.vad = vad
         self.core = UserCore(
-            self.turns, mute, tool_change_messages=tool_change_messages, has_vad=vad is not None
+            self.turns, mute, tool_change_messages=tool_change_messages, has_vad=vad is not None,
+            vad_params=getattr(vad.analyzer, "params", None) if vad is not None else None,
         )
         self.scheduler = scheduler
+        self.offload = offload
         self.events = EventRegistry(self, (*USER_EVENTS, "on_error"))
         self._session: _UserSession | None = None
 
@@ -105,8 +118,9 @@ class _UserSession(ShellSession):
         self.core = aggregator.core
         self.state = self.core.initial()
         self._handled = self.core.handled_types
-        strategies = self.core.controller.strategies
-        self.resources = [s.open_resource(16000) for s in strategies]
+        self.offload = aggregator.offload
+        self.strategies = self.core.controller.strategies
+        self.resources = [s.open_resource(16000) for s in self.strategies]
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
@@ -120,15 +134,37 @@ class _UserSession(ShellSession):
         self.state, effects = self.core.on_frame(self.state, frame, direction, now)
         self.execute(effects)
 
-    def execute(self, effects: list[Effect | AnalyzeAudio]) -> None:
+    def execute(self, effects: list[ShellEffect]) -> None:
         for i, e in enumerate(effects):
-            if type(e) is AnalyzeAudio:
+            t = type(e)
+            if t is AnalyzeAudio or t is UseController:
                 self.run(effects[:i])  # type: ignore[arg-type]
-                if self.vad is not None:
+                if isinstance(e, UseController):
+                    self._use(e.controller)
+                elif isinstance(e, AnalyzeAudio) and self.vad is not None:
                     self.vad.analyze(e.frame)
                 self.execute(effects[i + 1:])
                 return
         self.run(effects)  # type: ignore[arg-type]
+
+    def _use(self, controller: TurnController) -> None:
+        """Run a recommended controller: the old strategies' timers and resources go, the new ones' come."""
+        for owner, key in list(self._timers):
+            if owner >= 0:
+                self._timer(owner, key, None)
+        self._release()
+        self.strategies = controller.strategies
+        self.resources = [s.open_resource(16000) for s in self.strategies]
+        self._handled = self.core.handled_with(controller)
+
+    def _release(self) -> None:
+        for strategy, resource in zip(self.strategies, self.resources, strict=False):
+            if resource is not None:
+                try:
+                    strategy.close_resource(resource)
+                except Exception:
+                    log.exception("releasing %s's resource failed; contained", strategy.name)
+        self.resources = []
 
     def on_timer(self, owner: int, key: str) -> None:
         self.state, effects = self.core.on_timer(self.state, owner, key, self.now)
@@ -149,10 +185,5 @@ class _UserSession(ShellSession):
         super().close()
         if self.vad is not None:
             self.vad.close()
-        for strategy, resource in zip(self.core.controller.strategies, self.resources, strict=True):
-            if resource is not None:
-                try:
-                    strategy.close_resource(resource)
-                except Exception:
-                    log.exception("releasing %s's resource failed; contained", strategy.name)
+        self._release()
 

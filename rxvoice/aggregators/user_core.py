@@ -11,7 +11,8 @@ the whole user aggregator minus the plumbing. For each frame, in this order:
 
 The order is the point: a turn that ends on a transcript has that
 transcript in its message, because the transcript was gathered before the
-strategies decided.
+strategies decided. A transcript arriving just after an answered turn is
+held (:mod:`rxvoice.turns.late_tail`) and written with the next turn.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ..frames import (
     LLMSetToolsFrame,
     ProposedUserStartedSpeakingFrame,
     ProposedUserStoppedSpeakingFrame,
+    SpeechControlParamsFrame,
     StartFrame,
     STTMetadataFrame,
     TranscriptionFrame,
@@ -66,7 +68,9 @@ from ..turns.controller import (
     TurnStopped,
 )
 from ..turns.idle import IDLE_TYPES, IdleState, idle_fired, idle_step
+from ..turns.late_tail import may_start
 from ..turns.mute import MuteState, MuteStrategy, mute_initial, mute_step, mute_types
+from ..turns.recommend import recommended_controller
 from .effects import (
     Broadcast,
     Call,
@@ -87,6 +91,8 @@ __all__ = [
     "USER_EVENTS",
     "USER_INPUT",
     "AnalyzeAudio",
+    "ShellEffect",
+    "UseController",
     "UserCore",
     "UserState",
 ]
@@ -119,6 +125,7 @@ _OWN: frozenset[type[Frame]] = frozenset({
     LLMSetToolsFrame, LLMSetToolChoiceFrame, ProposedUserStartedSpeakingFrame,
     ProposedUserStoppedSpeakingFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame,
     VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, STTMetadataFrame, LLMServiceMetadataFrame,
+    InterruptionFrame,
 })
 
 _STARTED = UserStartedSpeakingFrame()
@@ -131,6 +138,20 @@ class AnalyzeAudio(NamedTuple):
     frame: InputAudioRawFrame
 
 
+class UseController(NamedTuple):
+    """A service's recommendation replaced this session's turn controller.
+
+    The shell cancels the previous strategies' timers, releases their
+    resources, opens the new ones' and widens the frame types it hands in.
+    """
+
+    controller: TurnController
+
+
+ShellEffect = Effect | AnalyzeAudio | UseController
+"""What the user core asks its shell for: the shared effects plus the two only the user shell knows."""
+
+
 class UserState(NamedTuple):
     """Everything the user side remembers between frames."""
 
@@ -138,6 +159,7 @@ class UserState(NamedTuple):
     mute: MuteState
     idle: IdleState
     parts: tuple[Part, ...] = ()
+    held: tuple[Part, ...] = ()
     started_at: float | None = None
     whole: str = ""
     user_id: str = ""
@@ -149,6 +171,7 @@ class UserState(NamedTuple):
     recoveries: int = 0
     mute_announced: bool = True
     ended: bool = False
+    controller: TurnController | None = None
 
 
 class _Work:
@@ -157,15 +180,15 @@ class _Work:
     __slots__ = UserState._fields
 
     def __init__(self, s: UserState) -> None:
-        (self.turn, self.mute, self.idle, self.parts, self.started_at, self.whole, self.user_id,
+        (self.turn, self.mute, self.idle, self.parts, self.held, self.started_at, self.whole, self.user_id,
          self.answered_at, self.speech_since, self.vad_seen, self.bot_speaking, self.interrupted_bot,
-         self.recoveries, self.mute_announced, self.ended) = s
+         self.recoveries, self.mute_announced, self.ended, self.controller) = s
 
     def store(self) -> UserState:
         return _new_state(UserState, (
-            self.turn, self.mute, self.idle, self.parts, self.started_at, self.whole, self.user_id,
+            self.turn, self.mute, self.idle, self.parts, self.held, self.started_at, self.whole, self.user_id,
             self.answered_at, self.speech_since, self.vad_seen, self.bot_speaking, self.interrupted_bot,
-            self.recoveries, self.mute_announced, self.ended,
+            self.recoveries, self.mute_announced, self.ended, self.controller,
         ))
 
 
@@ -192,6 +215,7 @@ class UserCore:
         *,
         tool_change_messages: bool = False,
         has_vad: bool = False,
+        vad_params: Any = None,
     ) -> None:
         start, stop = turns.chains()
         self.turns = turns
@@ -200,6 +224,7 @@ class UserCore:
         self.mute_types = mute_types(self.mute)
         self.tool_change_messages = tool_change_messages
         self.has_vad = has_vad
+        self.vad_params = vad_params
         self.late_window = turns.late_transcript_window
         self.empty_turn = turns.empty_turn
         handled = _OWN | self.controller.handled_types | self.mute_types | IDLE_TYPES
@@ -210,6 +235,11 @@ class UserCore:
         self.handled_types: frozenset[type[Frame]] = frozenset(handled)
         # Handled only for their effect on mute, turns or idle: the frame itself just goes on.
         self._forward_only = self.handled_types - _OWN - {InputAudioRawFrame}
+        self._muted_stop = VADUserStoppedSpeakingFrame(0.0, 0.0)
+
+    def handled_with(self, controller: TurnController) -> frozenset[type[Frame]]:
+        """The frame types to hand in once a session runs ``controller``."""
+        return self.handled_types | controller.handled_types
 
     def initial(self) -> UserState:
         """The state a session starts with."""
@@ -225,16 +255,19 @@ class UserCore:
 
     def on_frame(
         self, s: UserState, frame: Frame, direction: Direction, now: float
-    ) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+    ) -> tuple[UserState, list[ShellEffect]]:
         """Handle one frame."""
-        out: list[Effect | AnalyzeAudio] = []
+        out: list[ShellEffect] = []
         w = _Work(s)
         t = type(frame)
+        controller = w.controller or self.controller
         if t is StartFrame:
             out.append(Emit(frame, direction))
             if not w.mute_announced:
                 self._announce(w, True, out)
-            if t in self.controller.handled_types:
+            if self.has_vad:
+                out.append(Broadcast(SpeechControlParamsFrame(vad_params=self.vad_params)))
+            if t in controller.handled_types:
                 self._controller(w, frame, now, out, may_start=True)
             return w.store(), out
         if t is EndFrame:
@@ -254,6 +287,10 @@ class UserCore:
                 w.mute = mute_step(self.mute, w.mute, frame)
                 if w.mute.muted != prior:
                     self._announce(w, w.mute.muted, out)
+                    if w.mute.muted and w.turn.user_speaking:
+                        # The user's "stopped" will be dropped while muted: take the speech as over
+                        # now, so the turn can end (and the watchdog close it) instead of hanging.
+                        self._controller(w, self._muted_stop, now, out, may_start=False)
             if prior and t in USER_INPUT:
                 return w.store(), out
 
@@ -261,13 +298,17 @@ class UserCore:
         if t in self._forward_only:
             out.append(Emit(frame, direction))
         elif t is TranscriptionFrame:
+            may_start = self._may_start(w, now)
             text = frame.text  # type: ignore[attr-defined]
             if text.strip():
-                if w.started_at is None:
-                    w.started_at = now
-                w.parts = (*w.parts, Part(text, frame.includes_inter_frame_spaces))  # type: ignore[attr-defined]
+                part = Part(text, frame.includes_inter_frame_spaces)  # type: ignore[attr-defined]
+                if may_start:
+                    if w.started_at is None:
+                        w.started_at = now
+                    w.parts = (*w.parts, part)
+                else:  # a late tail of the answered turn: it joins the next turn's message
+                    w.held = (*w.held, part)
                 w.user_id = frame.user_id or w.user_id  # type: ignore[attr-defined]
-            may_start = self._may_start(w, now)
         elif t is InterimTranscriptionFrame:
             may_start = self._may_start(w, now)
         elif t is TranslationFrame:
@@ -284,6 +325,10 @@ class UserCore:
         elif t is BotStoppedSpeakingFrame:
             w.bot_speaking = False
             out.append(Emit(frame, direction))
+        elif t is InterruptionFrame:
+            out.append(Emit(frame, direction))
+            if w.turn.open and w.bot_speaking:  # an adopted turn's interruption, sent by whoever decided it
+                w.interrupted_bot = True
         elif t is LLMRunFrame:
             out.append(EmitContext(DOWN))
         elif t is LLMMessagesAppendFrame or t is LLMMessagesUpdateFrame or t is LLMMessagesTransformFrame:
@@ -301,17 +346,23 @@ class UserCore:
             choice = frame.tool_choice  # type: ignore[attr-defined]
             out.append(Write(lambda c: c.set_tool_choice(choice)))
         elif t is ProposedUserStartedSpeakingFrame:
-            if not self.controller.resolves_proposed_starts:
+            if not controller.resolves_proposed_starts:
                 out.append(Emit(frame, direction))
         elif t is ProposedUserStoppedSpeakingFrame:
-            if not self.controller.resolves_proposed_stops:
+            if not controller.resolves_proposed_stops:
                 out.append(Emit(frame, direction))
+        elif t is STTMetadataFrame or t is LLMServiceMetadataFrame:
+            out.append(Emit(frame, direction))
+            recommended = recommended_controller(self.turns, controller, frame)
+            if recommended is not None:
+                self._use(w, recommended, now, out)
+                controller = recommended
         else:
             out.append(Emit(frame, direction))
             if t is InputAudioRawFrame and self.has_vad:
                 out.append(AnalyzeAudio(frame))  # type: ignore[arg-type]
 
-        if t in self.controller.handled_types:
+        if t in controller.handled_types:
             self._controller(w, frame, now, out, may_start=may_start)
         if t in IDLE_TYPES:
             self._idle(w, frame, out)
@@ -319,15 +370,21 @@ class UserCore:
 
     def _may_start(self, w: _Work, now: float) -> bool:
         """Whether a transcript may open a turn (a late tail of an answered turn may not)."""
-        if w.turn.open or not w.vad_seen or w.speech_since or w.answered_at is None:
-            return True
-        return now - w.answered_at > self.late_window
+        return may_start(w.turn.open, w.vad_seen, w.speech_since, w.answered_at, now, self.late_window)
+
+    def _use(self, w: _Work, controller: TurnController, now: float, out: list[ShellEffect]) -> None:
+        """Swap this session's controller for one a service recommended."""
+        out.append(UseController(controller))
+        w.controller = controller
+        w.turn, ce = controller.takeover(w.turn, now)
+        if ce:
+            self._apply(w, ce, now, out)
 
     # -- timers and results ----------------------------------------------------------
 
-    def on_timer(self, s: UserState, owner: int, key: str, now: float) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+    def on_timer(self, s: UserState, owner: int, key: str, now: float) -> tuple[UserState, list[ShellEffect]]:
         """A timer of this session fired."""
-        out: list[Effect | AnalyzeAudio] = []
+        out: list[ShellEffect] = []
         w = _Work(s)
         if owner == IDLE_OWNER:
             w.idle, effects = idle_fired(w.idle)
@@ -337,30 +394,30 @@ class UserCore:
                     if self.turns.on_idle is not None:
                         out.append(Callback(self.turns.on_idle))
             return w.store(), out
-        w.turn, ce = self.controller.on_timer(w.turn, owner, key, now)
+        w.turn, ce = (w.controller or self.controller).on_timer(w.turn, owner, key, now)
         self._apply(w, ce, now, out)
         return w.store(), out
 
     def on_result(
         self, s: UserState, owner: int, key: str, value: Any, now: float
-    ) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+    ) -> tuple[UserState, list[ShellEffect]]:
         """A strategy's resource call came back."""
-        out: list[Effect | AnalyzeAudio] = []
+        out: list[ShellEffect] = []
         w = _Work(s)
-        w.turn, ce = self.controller.on_result(w.turn, owner, key, value, now)
+        w.turn, ce = (w.controller or self.controller).on_result(w.turn, owner, key, value, now)
         self._apply(w, ce, now, out)
         return w.store(), out
 
-    def end_of_input(self, s: UserState, now: float) -> tuple[UserState, list[Effect | AnalyzeAudio]]:
+    def end_of_input(self, s: UserState, now: float) -> tuple[UserState, list[ShellEffect]]:
         """The input completed: like an end frame, without one to forward."""
-        out: list[Effect | AnalyzeAudio] = []
+        out: list[ShellEffect] = []
         w = _Work(s)
         self._session_end(w, now, out)
         return w.store(), out
 
     # -- pieces ----------------------------------------------------------------------
 
-    def _announce(self, w: _Work, muted: bool, out: list[Effect | AnalyzeAudio]) -> None:
+    def _announce(self, w: _Work, muted: bool, out: list[ShellEffect]) -> None:
         if muted:
             out.append(Raise("on_user_mute_started"))
             out.append(Broadcast(UserMuteStartedFrame()))
@@ -370,17 +427,17 @@ class UserCore:
         w.mute_announced = True
 
     def _controller(
-        self, w: _Work, frame: Frame, now: float, out: list[Effect | AnalyzeAudio], *, may_start: bool
+        self, w: _Work, frame: Frame, now: float, out: list[ShellEffect], *, may_start: bool
     ) -> None:
-        w.turn, ce = self.controller.on_frame(w.turn, frame, now, may_start=may_start)
+        w.turn, ce = (w.controller or self.controller).on_frame(w.turn, frame, now, may_start=may_start)
         if ce:
             self._apply(w, ce, now, out)
 
-    def _apply(self, w: _Work, effects: list[ControllerEffect], now: float, out: list[Effect | AnalyzeAudio]) -> None:
+    def _apply(self, w: _Work, effects: list[ControllerEffect], now: float, out: list[ShellEffect]) -> None:
         for e in effects:
             et = type(e)
             if et is StrategyTimer:
-                out.append(Timer(e.owner, e.key, e.delay))  # type: ignore[union-attr]
+                out.append(Timer(e.owner, e.key, e.delay))  # type: ignore[union-attr, arg-type]
             elif et is TurnStarted:
                 self._turn_started(w, e, now, out)  # type: ignore[arg-type]
             elif et is InferenceTriggered:
@@ -405,7 +462,7 @@ class UserCore:
                 c: StrategyCall = e  # type: ignore[assignment]
                 out.append(Call(c.owner, c.key, c.fn, c.offload))
 
-    def _turn_started(self, w: _Work, e: TurnStarted, now: float, out: list[Effect | AnalyzeAudio]) -> None:
+    def _turn_started(self, w: _Work, e: TurnStarted, now: float, out: list[ShellEffect]) -> None:
         w.started_at = now
         w.whole = ""
         w.interrupted_bot = e.interruptions and w.bot_speaking
@@ -416,11 +473,15 @@ class UserCore:
             out.append(Broadcast(InterruptionFrame()))
         out.append(Raise("on_user_turn_started", e.strategy))
 
-    def _commit(self, w: _Work, now: float, out: list[Effect | AnalyzeAudio]) -> None:
+    def _commit(self, w: _Work, now: float, out: list[ShellEffect]) -> None:
         """Write what was gathered as one user message and ask the model to answer."""
-        if not w.parts:
+        if w.held:
+            parts, w.held = (*w.held, *w.parts), ()
+        elif w.parts:
+            parts = w.parts
+        else:
             return
-        text = concatenate(w.parts)
+        text = concatenate(parts)
         w.parts = ()
         if not text:
             return
@@ -431,7 +492,7 @@ class UserCore:
         out.append(Raise("on_user_turn_message_added", Lazy(lambda: UserTurnMessageAdded(text, iso8601(started), uid))))
         w.whole = f"{w.whole} {text}".strip() if w.whole else text
 
-    def _turn_stopped(self, w: _Work, e: TurnStopped, now: float, out: list[Effect | AnalyzeAudio]) -> None:
+    def _turn_stopped(self, w: _Work, e: TurnStopped, now: float, out: list[ShellEffect]) -> None:
         if e.speaking_frames:
             out.append(Broadcast(_STOPPED))
         self._idle(w, _STOPPED, out)
@@ -448,7 +509,7 @@ class UserCore:
         w.speech_since = False
         w.interrupted_bot = False
 
-    def _empty_turn(self, w: _Work, out: list[Effect | AnalyzeAudio]) -> None:
+    def _empty_turn(self, w: _Work, out: list[ShellEffect]) -> None:
         """A turn with no words: if it cut the bot off for nothing, have the model ask again."""
         cfg = self.empty_turn
         if cfg is None:
@@ -460,12 +521,17 @@ class UserCore:
         out.append(EmitContext(DOWN))
         w.recoveries += 1
 
-    def _session_end(self, w: _Work, now: float, out: list[Effect | AnalyzeAudio]) -> None:
-        """End or cancel: whatever the user said is written; nothing is lost."""
+    def _session_end(self, w: _Work, now: float, out: list[ShellEffect]) -> None:
+        """End or cancel: whatever the user said is written; nothing is lost.
+
+        An open turn (even an empty one) is reported stopped with no deciding
+        strategy, so every started turn stops exactly once; so are words held
+        outside a turn (a late tail), which this write answers.
+        """
         if w.ended:
             return
         self._commit(w, now, out)
-        if w.whole:
+        if w.turn.open or w.whole:
             out.append(Raise("on_user_turn_stopped", _stopped(None, w, now)))
         out.append(StopTimers())
         w.whole = ""
@@ -473,7 +539,7 @@ class UserCore:
         w.ended = True
         w.turn = w.turn._replace(open=False)
 
-    def _idle(self, w: _Work, frame: Frame, out: list[Effect | AnalyzeAudio]) -> None:
+    def _idle(self, w: _Work, frame: Frame, out: list[ShellEffect]) -> None:
         w.idle, effects = idle_step(w.idle, frame)
         for e in effects:
             if e.kind == "arm":

@@ -74,6 +74,7 @@ class _InlineVAD:
         self.session = session
         self.state = VADControllerState()
         self._idle: abc.DisposableBase | None = None
+        self._deadline: float | None = None
 
     def analyze(self, frame: InputAudioRawFrame) -> None:
         try:
@@ -90,17 +91,27 @@ class _InlineVAD:
         for frame in decision.frames:
             port.requeue(frame, DOWN)
             port.push_up(frame)
-        if decision.disarm_idle and self._idle is not None:
-            self._idle.dispose()
-            self._idle = None
+        if decision.disarm_idle:
+            self._deadline = None
         if decision.arm_idle:
-            if self._idle is not None:
-                self._idle.dispose()
-            self._idle = port.call_later(self.settings.audio_idle_timeout, self._audio_idle)
+            # Every speech chunk moves the deadline; one scheduled check follows it (no timer per chunk).
+            timeout = self.settings.audio_idle_timeout
+            self._deadline = port.time() + timeout
+            if self._idle is None:
+                self._idle = port.call_later(timeout, self._audio_idle)
 
     def _audio_idle(self) -> None:
         self._idle = None
-        self.state, decision = vad_audio_idle(self.state, self.session.port.time(), self.settings)
+        deadline = self._deadline
+        if deadline is None:
+            return
+        port = self.session.port
+        now = port.time()
+        if now < deadline - 1e-9:
+            self._idle = port.call_later(deadline - now, self._audio_idle)
+            return
+        self._deadline = None
+        self.state, decision = vad_audio_idle(self.state, now, self.settings)
         self._apply(decision)
 
     def close(self) -> None:

@@ -97,8 +97,13 @@ class ScriptedLLM(Processor):
             that maps the conversation to a reply.
         token_delay: Seconds between streamed tokens (0: all at once).
         first_token_delay: Seconds before the first token (time to first byte).
-        summary: How to answer a summary request: a string, or a function of
-            the request frame returning ``(summary, last_summarized_index)``.
+        summary: How to answer a summary request: a string (summarizing what
+            :func:`~rxvoice.summarization.messages_to_summarize` selects), or a
+            function of the request frame returning ``(summary,
+            last_summarized_index)``; a function that raises answers with an
+            error result. ``None``: requests pass through unanswered.
+        summary_delay: Seconds before the summary answer (``None``: never answer,
+            like a model that hangs).
     """
 
     name = "ScriptedLLM"
@@ -110,12 +115,14 @@ class ScriptedLLM(Processor):
         token_delay: float = 0.0,
         first_token_delay: float = 0.0,
         summary: str | Callable[[LLMContextSummaryRequestFrame], tuple[str, int]] | None = None,
+        summary_delay: float | None = 0.0,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
         self.script = script
         self.token_delay = token_delay
         self.first_token_delay = first_token_delay
         self.summary = summary
+        self.summary_delay = summary_delay
         self.scheduler = scheduler
         self.runs: list[Run] = []
         self.summary_requests: list[LLMContextSummaryRequestFrame] = []
@@ -148,6 +155,7 @@ class _LLMSession:
         self.llm = llm
         self.port = port
         self.pending: dict[int, abc.DisposableBase] = {}
+        self.summaries: dict[int, abc.DisposableBase] = {}
         self.next_key = 0
         self.calls: dict[str, ToolCall] = {}
 
@@ -252,12 +260,32 @@ class _LLMSession:
 
     def summarize(self, request: LLMContextSummaryRequestFrame) -> None:
         self.llm.summary_requests.append(request)
+        delay = self.llm.summary_delay
+        if delay is None:
+            return  # a model that never answers
+        self._later(delay, lambda: self.port.push(self._summary_result(request), DOWN))
+
+    def _summary_result(self, request: LLMContextSummaryRequestFrame) -> LLMContextSummaryResultFrame:
+        from ..summarization import messages_to_summarize
+
         spec = self.llm.summary
         if callable(spec):
-            text, index = spec(request)
-        else:
-            messages = request.context.messages
-            keep = request.min_messages_to_keep
-            index = len(messages) - keep - 1
-            text = str(spec)
-        self.port.push(LLMContextSummaryResultFrame(request.request_id, text, index), DOWN)
+            try:
+                text, index = spec(request)
+            except Exception as exc:
+                return LLMContextSummaryResultFrame(request.request_id, "", -1, error=str(exc) or repr(exc))
+            return LLMContextSummaryResultFrame(request.request_id, text, index)
+        selection = messages_to_summarize(request.context.messages, request.min_messages_to_keep)
+        if selection.empty:
+            return LLMContextSummaryResultFrame(request.request_id, "", -1, error="nothing to summarize")
+        return LLMContextSummaryResultFrame(request.request_id, str(spec), selection.last_index)
+
+    def _later(self, delay: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after ``delay`` seconds (not cut off by an interruption: summaries are uninterruptible)."""
+        key = self.next_key = self.next_key + 1
+
+        def fire() -> None:
+            self.summaries.pop(key, None)
+            fn()
+
+        self.summaries[key] = self.port.call_later(delay, fire)

@@ -1,5 +1,9 @@
-"""Turn-taking: who speaks when, decided by pure strategies."""
+"""Turn-taking: who speaks when, decided by pure strategies.
 
+See ``docs/turn-taking.md`` for each strategy with a marble diagram.
+"""
+
+from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
 from .config import (
     DEFAULT_INTERRUPTED_PROMPT,
     EmptyUserTurnConfig,
@@ -18,16 +22,28 @@ from .mute import (
     MuteStrategy,
     MuteUntilFirstBotComplete,
 )
-from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart
-from .stop import TRANSCRIPT_GRACE, Deferred, ExternalCompletionStop, ExternalStop, SpeechTimeoutStop
+from .offload import Offload, SchedulerOffload, inline_offload
+from .processor import UserTurnProcessor
+from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
+from .stop import (
+    TRANSCRIPT_GRACE,
+    Deferred,
+    ExternalCompletionStop,
+    ExternalStop,
+    SpeechTimeoutStop,
+    TurnAnalyzerStop,
+)
 from .strategy import StartStrategy, StopStrategy, Strategy
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
+    "AnalyzerSession",
     "Deferred",
     "EmptyUserTurnConfig",
+    "EndOfTurnAnalyzer",
+    "EndOfTurnStream",
     "ExternalCompletionStop",
     "ExternalStart",
     "ExternalStop",
@@ -38,16 +54,22 @@ __all__ = [
     "MinWordsStart",
     "MuteStrategy",
     "MuteUntilFirstBotComplete",
+    "Offload",
+    "SchedulerOffload",
     "SpeechTimeoutStop",
     "StartStrategy",
     "StopStrategy",
     "Strategy",
     "TranscriptionStart",
+    "TurnAnalyzerStop",
     "TurnController",
     "TurnState",
     "TurnsConfig",
+    "UserTurnProcessor",
     "UserTurnStrategies",
     "VADStart",
+    "WakePhraseStart",
     "default_start_strategies",
     "default_stop_strategies",
+    "inline_offload",
 ]

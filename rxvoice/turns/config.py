@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +11,7 @@ from ..errors import ConfigurationError
 from .mute import MuteStrategy
 from .start import ExternalStart, TranscriptionStart, VADStart
 from .stop import ExternalStop, SpeechTimeoutStop
-from .strategy import StartStrategy, StopStrategy
+from .strategy import StartStrategy, StopStrategy, Strategy
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
@@ -43,18 +44,20 @@ class UserTurnStrategies:
 
     def resolved(self) -> tuple[tuple[StartStrategy[Any], ...], tuple[StopStrategy[Any], ...]]:
         """The chains with defaults filled in, validated."""
+        _chain("start", self.start)
+        _chain("stop", self.stop)
         start = default_start_strategies() if self.start is None else tuple(self.start)
         stop = default_stop_strategies() if self.stop is None else tuple(self.stop)
         if not start:
             raise ConfigurationError("no start strategy: a turn could never begin (pass None for the defaults)")
         if not stop:
             raise ConfigurationError("no stop strategy: a turn could never end (pass None for the defaults)")
-        for s in start:
-            if not isinstance(s, StartStrategy):
-                raise ConfigurationError(f"{s!r} is not a start strategy")
-        for s in stop:
-            if not isinstance(s, StopStrategy):
-                raise ConfigurationError(f"{s!r} is not a stop strategy")
+        for a in start:
+            if not isinstance(a, StartStrategy):
+                raise ConfigurationError(f"{a!r} is not a start strategy")
+        for b in stop:
+            if not isinstance(b, StopStrategy):
+                raise ConfigurationError(f"{b!r} is not a stop strategy")
         return start, stop
 
 
@@ -91,17 +94,27 @@ class EmptyUserTurnConfig:
     max_consecutive_recoveries: int = 1
 
     def __post_init__(self) -> None:
-        if self.max_consecutive_recoveries < 0:
-            raise ConfigurationError("max_consecutive_recoveries must be >= 0")
+        n = self.max_consecutive_recoveries
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ConfigurationError(f"max_consecutive_recoveries must be a whole number >= 0, got {n!r}")
+        for name in ("interrupted_prompt", "idle_prompt"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(f"{name} must be a string or None, got {value!r}")
 
 
 def _seconds(name: str, value: float | None, *, allow_zero: bool = True) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise ConfigurationError(f"{name} must be a number of seconds, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(f"{name} must be a finite number of seconds, got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigurationError(f"{name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
+
+
+def _chain(name: str, value: object) -> None:
+    if value is not None and (isinstance(value, Strategy | str) or not isinstance(value, Sequence)):
+        raise ConfigurationError(f"{name} must be a list of strategies (or None for the defaults), got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,11 @@ class TurnsConfig:
     def __post_init__(self) -> None:
         if self.strategies is not None and (self.start is not None or self.stop is not None):
             raise ConfigurationError("give either strategies= or start=/stop=, not both")
+        if self.strategies is not None and not isinstance(self.strategies, UserTurnStrategies):
+            raise ConfigurationError(f"strategies must be a UserTurnStrategies, got {self.strategies!r}")
+        if self.empty_turn is not None and not isinstance(self.empty_turn, EmptyUserTurnConfig):
+            raise ConfigurationError(f"empty_turn must be an EmptyUserTurnConfig or None, got {self.empty_turn!r}")
+        _chain("mute", self.mute)
         _seconds("stop_timeout", self.stop_timeout, allow_zero=False)
         _seconds("idle_timeout", self.idle_timeout)
         _seconds("late_transcript_window", self.late_transcript_window)

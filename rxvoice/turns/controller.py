@@ -8,6 +8,8 @@ by ``HALT``), and turns the strategies' triggers into decisions:
 * a start opens a turn unless one is open;
 * an inference trigger inside an open turn asks for an answer now;
 * a finalize closes the turn, never while the user is speaking;
+* a reset of the aggregation is passed on only outside a turn (the words of
+  an open turn are never dropped);
 * the stop watchdog closes a turn no strategy ended after ``stop_timeout``
   seconds without activity, never while the user is speaking.
 """
@@ -193,6 +195,8 @@ class TurnController:
         self.stop: tuple[StopStrategy[Any], ...] = tuple(stop)
         self.strategies: tuple[Strategy[Any], ...] = (*self.start, *self.stop)
         self.stop_timeout = stop_timeout
+        self.recommendation: Any = None
+        """The service recommendation this controller was built from (``None``: the application's own)."""
         self._n_start = len(self.start)
         self._routes: dict[type[Frame], tuple[tuple[int, ...], tuple[int, ...]]] = {}
         types: set[type[Frame]] = set(_ACTIVITY)
@@ -215,6 +219,20 @@ class TurnController:
         return TurnState(
             starts=tuple(s.initial() for s in self.start), stops=tuple(s.initial() for s in self.stop)
         )
+
+    def takeover(self, previous: TurnState, now: float) -> tuple[TurnState, list[ControllerEffect]]:
+        """Take a session over from another controller (a service recommended other strategies).
+
+        The turn and the user's speech carry over; the strategies start
+        fresh, told that a turn is open if one is. The caller cancels the
+        previous strategies' timers.
+        """
+        fresh = self.initial()
+        w = _Work(previous.open, previous.user_speaking, [*fresh.starts, *fresh.stops], previous.last_activity,
+                  previous.watchdog_armed, [])
+        if w.open:
+            self._each(w, now, started=True)
+        return self._finish(w), w.out
 
     def _route(self, t: type[Frame]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         route = self._routes.get(t)
@@ -335,11 +353,12 @@ class TurnController:
             elif et is Finalize:
                 self._finalize(w, strategy, e.speaking_frames, now)  # type: ignore[union-attr]
             elif et is ResetAggregation:
-                w.out.append(AggregationReset(strategy))
+                if not w.open:  # words of an open turn are never dropped
+                    w.out.append(AggregationReset(strategy))
             elif et is Arm:
-                w.out.append(StrategyTimer(owner, e.key, e.delay))  # type: ignore[union-attr]
+                w.out.append(StrategyTimer(owner, e.key, e.delay))  # type: ignore[union-attr, arg-type]
             elif et is Disarm:
-                w.out.append(StrategyTimer(owner, e.key, None))  # type: ignore[union-attr]
+                w.out.append(StrategyTimer(owner, e.key, None))  # type: ignore[union-attr, arg-type]
             elif et is Push:
                 w.out.append(StrategyPush(e.frame, e.direction, e.both_ways))  # type: ignore[union-attr]
             elif et is Touch:

@@ -79,7 +79,8 @@ def idle_step(state: IdleState, frame: Frame) -> tuple[IdleState, tuple[IdleEffe
         n = len(frame.function_calls)
         return IdleState(timeout, False, bot, user_turn, calls + n, paused or waiting), _DISARM
     if isinstance(frame, FunctionCallResultFrame | FunctionCallCancelFrame):
-        if isinstance(frame, FunctionCallResultFrame) and frame.properties is not None and not frame.properties.is_final:
+        props = frame.properties if isinstance(frame, FunctionCallResultFrame) else None
+        if props is not None and not props.is_final:
             return state, _NOTHING
         left = max(0, calls - 1)
         if left == 0 and paused and not bot and not user_turn:

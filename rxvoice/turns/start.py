@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
 from ..errors import ConfigurationError
 from ..frames import (
+    BotSpeakingFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     Frame,
     InterimTranscriptionFrame,
     ProposedUserStartedSpeakingFrame,
     TranscriptionFrame,
+    UserSpeakingFrame,
     UserStartedSpeakingFrame,
     VADUserStartedSpeakingFrame,
 )
-from .strategy import HALT, NOTHING, RESET_AGGREGATION, Effects, Start, StartStrategy
+from .strategy import HALT, NOTHING, RESET_AGGREGATION, Arm, Effects, Start, StartStrategy
 
-__all__ = ["ExternalStart", "MinWordsStart", "TranscriptionStart", "VADStart"]
+__all__ = ["ExternalStart", "MinWordsStart", "TranscriptionStart", "VADStart", "WakePhraseStart", "WakeState"]
 
 _STARTED: Effects = (Start(), HALT)
 
@@ -140,3 +145,79 @@ class ExternalStart(StartStrategy[None]):
         if type(frame) is UserStartedSpeakingFrame:
             return None, (Start(interruptions=False, speaking_frames=False), HALT)
         return None, _STARTED
+
+
+class WakeState(NamedTuple):
+    """Whether the wake phrase was heard (and what was heard while waiting for it)."""
+
+    awake: bool = False
+    heard: str = ""
+
+
+_NOT_WORD = re.compile(r"[^\w\s]", re.UNICODE)
+_HEARD_CAP = 250
+
+
+@dataclass(frozen=True)
+class WakePhraseStart(StartStrategy[WakeState]):
+    """Nothing opens a turn until the user says a wake phrase ("hey assistant"). Put it first.
+
+    Asleep, it halts the start chain for transcripts, VAD starts and
+    proposals, so no later start strategy can open a turn; each final
+    transcript is checked (punctuation dropped, case and spacing ignored,
+    accumulated over the last 250 characters) and one that does not match
+    is dropped from the aggregation. The match opens the turn, keeping its
+    words. Awake, it lets the chain through; after ``timeout`` seconds
+    without activity (speech, transcripts, the bot speaking) it falls asleep
+    again, or, with ``single_activation``, ``timeout`` seconds after the
+    phrase whatever happens.
+    """
+
+    phrases: Sequence[str] = field(default=())
+    timeout: float = 10.0
+    single_activation: bool = False
+    enable_interruptions: bool = True
+    enable_user_speaking_frames: bool = True
+    handles: ClassVar[frozenset[type[Frame]]] = frozenset({
+        TranscriptionFrame, InterimTranscriptionFrame, VADUserStartedSpeakingFrame, ProposedUserStartedSpeakingFrame,
+        UserStartedSpeakingFrame, UserSpeakingFrame, BotSpeakingFrame,
+    })
+
+    def __post_init__(self) -> None:
+        phrases = [self.phrases] if isinstance(self.phrases, str) else list(self.phrases)
+        words = [_NOT_WORD.sub(" ", p).split() if isinstance(p, str) else [] for p in phrases]
+        if not phrases or not all(words):
+            raise ConfigurationError(f"WakePhraseStart needs one or more non-empty phrases, got {self.phrases!r}")
+        t = self.timeout
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
+            raise ConfigurationError(f"WakePhraseStart needs a timeout > 0 seconds, got {t!r}")
+        object.__setattr__(self, "phrases", tuple(phrases))
+        pattern = "|".join(r"\b" + r"\s*".join(re.escape(w) for w in ws) + r"\b" for ws in words)
+        object.__setattr__(self, "_pattern", re.compile(pattern, re.IGNORECASE | re.UNICODE))
+
+    def initial(self) -> WakeState:
+        return WakeState()
+
+    def on_frame(self, state: WakeState, frame: Frame, now: float) -> tuple[WakeState, Effects]:
+        t = type(frame)
+        if state.awake:
+            if self.single_activation or t is UserStartedSpeakingFrame or t is ProposedUserStartedSpeakingFrame:
+                return state, NOTHING
+            return state, (Arm("wake", self.timeout),)
+        if t is not TranscriptionFrame:
+            return state, (HALT,)
+        text = getattr(frame, "text", "")
+        if not isinstance(text, str) or not text.strip():
+            return state, (HALT,)
+        heard = f"{state.heard} {_NOT_WORD.sub('', text)}".strip()[-_HEARD_CAP:]
+        if self._pattern.search(heard):  # type: ignore[attr-defined]
+            return WakeState(True, ""), (Arm("wake", self.timeout), Start(), HALT)
+        return WakeState(False, heard), (RESET_AGGREGATION, HALT)
+
+    def on_timer(self, state: WakeState, key: str, now: float) -> tuple[WakeState, Effects]:
+        return (WakeState(), NOTHING) if key == "wake" else (state, NOTHING)
+
+    def on_turn_started(self, state: WakeState, now: float) -> tuple[WakeState, Effects]:
+        if state.awake and not self.single_activation:
+            return state, (Arm("wake", self.timeout),)
+        return state, NOTHING

@@ -12,24 +12,45 @@ service's published latency (``STTMetadataFrame.ttfs_p99_latency``, or
 
 from __future__ import annotations
 
+import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
 from ..errors import ConfigurationError
 from ..frames import (
     Frame,
+    InputAudioRawFrame,
     InterimTranscriptionFrame,
+    MetricsFrame,
     ProposedUserStartedSpeakingFrame,
     ProposedUserStoppedSpeakingFrame,
+    SpeechControlParamsFrame,
+    StartFrame,
     STTMetadataFrame,
     TranscriptionFrame,
+    TurnMetricsData,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
     UserTurnInferenceCompletedFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from .strategy import NOTHING, Arm, Disarm, Effects, Finalize, StopStrategy, Strategy, stopped
+from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
+from .strategy import (
+    NOTHING,
+    Analyze,
+    Arm,
+    Disarm,
+    Effect,
+    Effects,
+    Finalize,
+    Push,
+    StopStrategy,
+    Strategy,
+    Touch,
+    stopped,
+)
 
 __all__ = [
     "TRANSCRIPT_GRACE",
@@ -38,7 +59,11 @@ __all__ = [
     "ExternalStop",
     "SpeechTimeoutState",
     "SpeechTimeoutStop",
+    "TurnAnalyzerState",
+    "TurnAnalyzerStop",
 ]
+
+log = logging.getLogger("rxvoice.turns.stop")
 
 TRANSCRIPT_GRACE = 1.0
 """Seconds after the end of speech to wait for its transcript when the STT published no latency."""
@@ -100,10 +125,10 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
 
     def _check(self, s: SpeechTimeoutState, effects: Effects) -> tuple[SpeechTimeoutState, Effects]:
         if (
-            not s.speaking and s.speech_done and s.stt_done and s.grace_done
-            and (s.has_text or not self.wait_for_transcript)
+            not s.speaking and s.speech_done and s.stt_done
+            and (not self.wait_for_transcript or (s.has_text and s.grace_done))
         ):
-            return s, (*effects, *stopped())
+            return s, (*effects, *_CLEAR_TIMERS, *stopped())
         return s, effects
 
     def on_frame(
@@ -122,7 +147,7 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
             stt_done = s.finalized or stt_wait <= 0
             if not stt_done:
                 effects.append(Arm("stt", stt_wait))
-            grace_done = s.segment_text
+            grace_done = s.segment_text or not self.wait_for_transcript
             if not grace_done:
                 grace = (s.stt_timeout if s.stt_known else TRANSCRIPT_GRACE) - stop_secs
                 grace_done = grace <= 0
@@ -177,6 +202,249 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         return SpeechTimeoutState(stt_timeout=state.stt_timeout, stt_known=state.stt_known), _CLEAR_TIMERS
 
 
+def _grace(s_segment_text: bool, stt_known: bool, stt_timeout: float, stop_secs: float) -> float | None:
+    """Seconds to wait for the transcript of the speech that just ended (``None``: no wait)."""
+    if s_segment_text:
+        return None
+    grace = (stt_timeout if stt_known else TRANSCRIPT_GRACE) - stop_secs
+    return grace if grace > 0 else None
+
+
+class TurnAnalyzerState(NamedTuple):
+    """Where an end-of-turn model's decision stands."""
+
+    speaking: bool = False
+    vad_stopped: bool = False
+    has_text: bool = False
+    segment_text: bool = False
+    finalized: bool = False
+    complete: bool = False
+    stt_done: bool = False
+    grace_done: bool = False
+    fallback: bool = False
+    segment: int = 0
+    inflight: bool = False
+    reanalyze: bool = False
+    asked_at: float = 0.0
+    stt_timeout: float = 0.0
+    stt_known: bool = False
+
+
+_ANALYZER_TIMERS: Effects = (Disarm("stt"), Disarm("grace"), Disarm("fallback"))
+_VERDICT = "v"
+
+
+def _begin(resource: AnalyzerSession) -> None:
+    resource.begin()
+
+
+def _analyze(resource: AnalyzerSession) -> tuple[bool, float | None]:
+    return resource.analyze()
+
+
+def _end(resource: AnalyzerSession) -> bool:
+    return resource.end()
+
+
+def _clear(resource: AnalyzerSession) -> bool:
+    return resource.clear()
+
+
+def _verdict(value: Any) -> tuple[bool, float | None]:
+    """An analyzer's answer as ``(is_complete, probability)``; anything unusable is an incomplete verdict."""
+    if isinstance(value, BaseException):
+        log.warning("the end-of-turn analyzer failed (%s: %s); taken as incomplete", type(value).__name__, value)
+        return False, None
+    try:
+        complete, probability = value
+    except (TypeError, ValueError):
+        log.warning("the end-of-turn analyzer answered %r, not (is_complete, probability); taken as incomplete",
+                    value)
+        return False, None
+    if probability is not None:
+        try:
+            probability = float(probability)
+        except (TypeError, ValueError):
+            probability = None
+        else:
+            if not math.isfinite(probability):
+                probability = None
+    return bool(complete), probability
+
+
+@dataclass(frozen=True)
+class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
+    """An end-of-turn model (Smart Turn) judges each pause; the turn ends on "complete", transcript in hand.
+
+    At every VAD stop the model is asked, off the session, whether the user
+    finished or only paused. A complete verdict ends the turn once the words
+    of that speech are in (a transcript after its VAD start, a finalized one
+    or the STT's latency elapsed; at most :data:`TRANSCRIPT_GRACE` or the
+    STT's published p99 when none comes). An incomplete verdict keeps the
+    turn open: the next pause is judged again (on the whole, longer turn),
+    the stream's own silence fallback (Smart Turn: 3 s) may end it, and the
+    stop watchdog bounds it. Each verdict is reported as a
+    ``MetricsFrame(TurnMetricsData)``.
+
+    Args:
+        analyzer: An :class:`~rxvoice.turns.analyzer.EndOfTurnAnalyzer`.
+        wait_for_transcript: Whether a complete verdict waits for the words.
+        transcript_timeout: With no VAD around a transcript (typed input,
+            speech the VAD missed) there is no pause to judge: the turn ends
+            this many seconds after the last transcript.
+    """
+
+    analyzer: EndOfTurnAnalyzer = field(default=None)  # type: ignore[assignment]
+    wait_for_transcript: bool = True
+    transcript_timeout: float = 0.5
+    enable_user_speaking_frames: bool = True
+    handles: ClassVar[frozenset[type[Frame]]] = frozenset({
+        StartFrame, InputAudioRawFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
+        TranscriptionFrame, InterimTranscriptionFrame, STTMetadataFrame,
+    })
+
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.analyzer, "open_stream", None)):
+            raise ConfigurationError(
+                f"TurnAnalyzerStop needs an end-of-turn analyzer with open_stream(sample_rate), got {self.analyzer!r}"
+            )
+        _non_negative("TurnAnalyzerStop", transcript_timeout=self.transcript_timeout)
+
+    def initial(self) -> TurnAnalyzerState:
+        return TurnAnalyzerState()
+
+    def open_resource(self, sample_rate: int) -> AnalyzerSession:
+        return AnalyzerSession(self.analyzer, sample_rate)
+
+    def close_resource(self, resource: Any) -> None:
+        if isinstance(resource, AnalyzerSession):
+            resource.close()
+
+    # -- deciding ---------------------------------------------------------------
+
+    def _check(self, s: TurnAnalyzerState, effects: list[Effect]) -> tuple[TurnAnalyzerState, Effects]:
+        if not s.speaking and s.complete and not s.fallback and (
+            not self.wait_for_transcript
+            or (s.has_text and (s.finalized or s.stt_done) and (s.segment_text or s.grace_done))
+        ):
+            return s, (*effects, *_ANALYZER_TIMERS, *stopped())
+        return s, tuple(effects)
+
+    def _ask(self, s: TurnAnalyzerState, now: float, effects: list[Effect]) -> TurnAnalyzerState:
+        """Ask for a verdict on the current segment (at most one in flight)."""
+        if s.inflight:
+            return s._replace(reanalyze=True)
+        effects.append(Touch(_begin))
+        effects.append(Analyze(f"{_VERDICT}{s.segment}", _analyze))
+        return s._replace(inflight=True, reanalyze=False, asked_at=now)
+
+    # -- inputs -------------------------------------------------------------------
+
+    def on_frame(self, state: TurnAnalyzerState, frame: Frame, now: float) -> tuple[TurnAnalyzerState, Effects]:
+        s = state
+        t = type(frame)
+        if t is InputAudioRawFrame:
+            audio: bytes = frame.audio  # type: ignore[attr-defined]
+            rate: int = frame.sample_rate  # type: ignore[attr-defined]
+            speech = s.speaking
+            return s, (Touch(lambda r: r.append(audio, rate, speech), "silence"),)
+        if t is VADUserStartedSpeakingFrame:
+            secs = float(getattr(frame, "start_secs", 0.0))
+            return s._replace(
+                speaking=True, vad_stopped=False, segment_text=False, finalized=False, complete=False,
+                stt_done=False, grace_done=False, fallback=False, segment=s.segment + 1, reanalyze=False,
+            ), (*_ANALYZER_TIMERS, Touch(lambda r: r.update_vad_start_secs(secs)))
+        if t is VADUserStoppedSpeakingFrame:
+            stop_secs = float(getattr(frame, "stop_secs", 0.0))
+            effects: list[Effect] = []
+            stt_wait = s.stt_timeout - stop_secs
+            stt_done = s.finalized or stt_wait <= 0
+            if not stt_done:
+                effects.append(Arm("stt", stt_wait))
+            grace = _grace(s.segment_text, s.stt_known, s.stt_timeout, stop_secs)
+            if grace is not None:
+                effects.append(Arm("grace", grace))
+            s = s._replace(
+                speaking=False, vad_stopped=True, complete=False, fallback=False, stt_done=stt_done,
+                grace_done=grace is None,
+            )
+            return self._ask(s, now, effects), tuple(effects)
+        if t is TranscriptionFrame:
+            if not _words(frame):
+                return s, NOTHING
+            finalized = bool(getattr(frame, "finalized", False)) or s.finalized
+            if not s.speaking and not s.vad_stopped:
+                # No VAD around this transcript: nothing to judge, count the quiet from it.
+                return s._replace(
+                    has_text=True, segment_text=True, finalized=finalized, complete=True, fallback=True,
+                    stt_done=False, grace_done=True,
+                ), (Disarm("stt"), Disarm("grace"), Arm("fallback", self.transcript_timeout))
+            out: list[Effect] = [Disarm("grace")]
+            if finalized:
+                out.append(Disarm("stt"))
+            return self._check(s._replace(
+                has_text=True, segment_text=True, finalized=finalized, stt_done=s.stt_done or finalized,
+                grace_done=True,
+            ), out)
+        if t is InterimTranscriptionFrame:
+            return (s._replace(finalized=False), NOTHING) if s.finalized else (s, NOTHING)
+        if t is STTMetadataFrame:
+            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
+            return s._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
+        if t is StartFrame:
+            params = getattr(self.analyzer, "params", None)
+            return s, (Push(SpeechControlParamsFrame(turn_params=params), both_ways=True),)
+        return s, NOTHING
+
+    def on_timer(self, state: TurnAnalyzerState, key: str, now: float) -> tuple[TurnAnalyzerState, Effects]:
+        if key == "stt":
+            return self._check(state._replace(stt_done=True), [])
+        if key == "grace":
+            return self._check(state._replace(grace_done=True), [])
+        if key == "fallback":
+            return self._check(state._replace(fallback=False, stt_done=True), [])
+        return state, NOTHING
+
+    def on_result(
+        self, state: TurnAnalyzerState, key: str, value: Any, now: float
+    ) -> tuple[TurnAnalyzerState, Effects]:
+        s = state
+        if key == "silence" or key == "flush":
+            if isinstance(value, BaseException):
+                log.warning("feeding the end-of-turn analyzer failed (%s); chunk skipped", value)
+                return s, NOTHING
+            if value is True:  # the stream's silence fallback: speech, then long enough a silence
+                return self._check(s._replace(complete=True, fallback=False), [])
+            return s, NOTHING
+        if not key.startswith(_VERDICT):
+            return s, NOTHING
+        complete, probability = _verdict(value)
+        effects: list[Effect] = [Touch(_end, "flush")]
+        if probability is not None:
+            data = TurnMetricsData("TurnAnalyzer", complete, probability, (now - s.asked_at) * 1000.0)
+            effects.append(Push(MetricsFrame((data,))))
+        current = key == f"{_VERDICT}{s.segment}"
+        reanalyze = s.reanalyze
+        s = s._replace(inflight=False, reanalyze=False)
+        if reanalyze:
+            s = self._ask(s, now, effects)
+        if current and complete and not s.speaking:
+            return self._check(s._replace(complete=True), effects)
+        return s, tuple(effects)
+
+    def on_turn_started(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
+        return state._replace(
+            vad_stopped=False, has_text=False, segment_text=False, finalized=False, complete=False,
+            stt_done=False, grace_done=False, fallback=False,
+        ), _ANALYZER_TIMERS
+
+    def on_turn_stopped(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
+        return state._replace(
+            vad_stopped=False, has_text=False, segment_text=False, finalized=False, complete=False,
+            stt_done=False, grace_done=False, fallback=False, segment=state.segment + 1, reanalyze=False,
+        ), (*_ANALYZER_TIMERS, Touch(_clear))
+
+
 class ExternalState(NamedTuple):
     """Where an externally decided turn stands."""
 
@@ -193,7 +461,11 @@ class ExternalStop(StopStrategy[ExternalState]):
 
     The turn ends when the user stopped and a final transcript is in (no
     interim outstanding); a stop that came before its transcript ends the turn
-    ``timeout`` seconds after the last final transcript.
+    ``timeout`` seconds after the last final transcript. A stop announced
+    elsewhere (a :class:`UserTurnProcessor` already sent the user-stopped
+    frame, having waited for the words itself) that still has no words after
+    ``timeout`` ends the turn empty, rather than leaving it to the watchdog
+    (which would announce a second stop).
     """
 
     timeout: float = 0.5
@@ -211,22 +483,23 @@ class ExternalStop(StopStrategy[ExternalState]):
     def initial(self) -> ExternalState:
         return ExternalState()
 
-    def _check(self, s: ExternalState) -> tuple[ExternalState, Effects]:
+    def _check(self, s: ExternalState, waited: bool = False) -> tuple[ExternalState, Effects]:
         if not s.turn_open or s.speaking:
             return s, NOTHING
-        if self.wait_for_transcript and (not s.has_text or s.interim_pending):
+        words_missing = self.wait_for_transcript and (not s.has_text or s.interim_pending)
+        if words_missing and not (waited and s.announced_elsewhere):
             return s, NOTHING
-        return s, stopped(False if s.announced_elsewhere else None)
+        return s, (Disarm("tick"), *stopped(False if s.announced_elsewhere else None))
 
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         t = type(frame)
-        _, _, has_text, interim, turn_open = state
+        speaking, announced, has_text, interim, turn_open = state
         if t is InterimTranscriptionFrame:
-            return ExternalState(state[0], state[1], has_text, True, turn_open), NOTHING
+            return ExternalState(speaking, announced, has_text, True, turn_open), NOTHING
         if t is TranscriptionFrame:
             if not _words(frame):
                 return state, NOTHING
-            return ExternalState(state[0], state[1], True, False, turn_open), (Arm("tick", self.timeout),)
+            return ExternalState(speaking, announced, True, False, turn_open), (Arm("tick", self.timeout),)
         if t is ProposedUserStartedSpeakingFrame:
             return ExternalState(True, False, has_text, interim, turn_open), NOTHING
         if t is UserStartedSpeakingFrame:
@@ -234,11 +507,14 @@ class ExternalStop(StopStrategy[ExternalState]):
         if t is ProposedUserStoppedSpeakingFrame:
             return self._check(ExternalState(False, False, has_text, interim, turn_open))
         if t is UserStoppedSpeakingFrame:
-            return self._check(ExternalState(False, True, has_text, interim, turn_open))
+            s, effects = self._check(ExternalState(False, True, has_text, interim, turn_open))
+            if not effects and turn_open:
+                effects = (Arm("tick", self.timeout),)
+            return s, effects
         return state, NOTHING
 
     def on_timer(self, state: ExternalState, key: str, now: float) -> tuple[ExternalState, Effects]:
-        return self._check(state)
+        return self._check(state, waited=True)
 
     def on_turn_started(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
         return ExternalState(turn_open=True), (Disarm("tick"),)
@@ -277,7 +553,7 @@ class Deferred(StopStrategy[Any]):
     the model; another strategy (a judge) decides when the turn is over.
     """
 
-    inner: Strategy[Any] = field(default=None)  # type: ignore[assignment]
+    inner: Strategy[Any] = field(default=None)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         if not isinstance(self.inner, Strategy):

@@ -21,10 +21,12 @@ from ..pipeline.stage import DOWN, Direction
 __all__ = [
     "HALT",
     "INFERENCE",
+    "NOTHING",
     "RESET_AGGREGATION",
     "Analyze",
     "Arm",
     "Disarm",
+    "Effect",
     "Effects",
     "Finalize",
     "Inference",

@@ -75,21 +75,22 @@ def vad_step(
 ) -> tuple[VADControllerState, VADDecision]:
     """React to the analyzer's state after one chunk of audio."""
     name = getattr(analyzer_state, "name", str(analyzer_state))
+    watch = settings.audio_idle_timeout > 0
     if name == "SPEAKING":
         if not state.speaking:
             frames: tuple[Frame, ...] = (
                 VADUserStartedSpeakingFrame(settings.start_secs, now), UserSpeakingFrame()
             )
-            return VADControllerState(True, now), VADDecision(frames, arm_idle=settings.audio_idle_timeout > 0)
+            return VADControllerState(True, now), VADDecision(frames, arm_idle=watch)
         if now - state.last_activity >= settings.speech_activity_period:
-            return VADControllerState(True, now), VADDecision((UserSpeakingFrame(),), arm_idle=settings.audio_idle_timeout > 0)
-        return state, VADDecision(arm_idle=settings.audio_idle_timeout > 0)
+            return VADControllerState(True, now), VADDecision((UserSpeakingFrame(),), arm_idle=watch)
+        return state, VADDecision(arm_idle=watch)
     if name == "QUIET" and state.speaking:
         return VADControllerState(False, state.last_activity), VADDecision(
             (VADUserStoppedSpeakingFrame(settings.stop_secs, now),), disarm_idle=True
         )
     if state.speaking:
-        return state, VADDecision(arm_idle=settings.audio_idle_timeout > 0)
+        return state, VADDecision(arm_idle=watch)
     return state, _NONE
 
 

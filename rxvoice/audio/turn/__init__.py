@@ -5,7 +5,9 @@ See ``docs/audio.md`` for where the model comes from and how a turn is judged.
 
 from __future__ import annotations
 
-from .end_of_turn import EndOfTurnBuffer, EndOfTurnDetector, EndOfTurnState, SmartTurnParams
+from .batcher import SmartTurnBatcher
+from .detector import TURN_DETECTOR_EVENTS, TurnTakingDetector
+from .end_of_turn import EndOfTurnBuffer, EndOfTurnDetector
 from .features import WhisperFeatures, fit_window, mel_filterbank, whisper_features
 from .model import (
     ENV_VAR,
@@ -17,18 +19,24 @@ from .model import (
     install_model,
     sha256_file,
 )
+from .params import EndOfTurnState, SmartTurnParams
 from .smart_turn import COMPLETE_THRESHOLD, SmartTurnAnalyzer
+from .stream import SmartTurnStream
 
 __all__ = [
     "COMPLETE_THRESHOLD",
     "ENV_VAR",
     "MODEL_FILENAME",
     "MODEL_SHA256",
+    "TURN_DETECTOR_EVENTS",
     "EndOfTurnBuffer",
     "EndOfTurnDetector",
     "EndOfTurnState",
     "SmartTurnAnalyzer",
+    "SmartTurnBatcher",
     "SmartTurnParams",
+    "SmartTurnStream",
+    "TurnTakingDetector",
     "WhisperFeatures",
     "cache_dir",
     "cached_model_path",

@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import onnxruntime as ort
@@ -37,6 +37,10 @@ from ...errors import ConfigurationError, InvalidAudioError, ModelError
 from ..pcm import AudioInput, to_float32_mono
 from .features import N_FRAMES, N_MELS, WhisperFeatures, fit_window
 from .model import find_model
+from .params import SmartTurnParams
+
+if TYPE_CHECKING:
+    from .stream import SmartTurnStream
 
 __all__ = ["COMPLETE_THRESHOLD", "SmartTurnAnalyzer"]
 
@@ -89,6 +93,7 @@ class SmartTurnAnalyzer:
         *,
         threads: int = 1,
         exact_quantization: bool = True,
+        params: SmartTurnParams | None = None,
     ) -> None:
         """Load (or reuse) the shared session for the model.
 
@@ -98,12 +103,17 @@ class SmartTurnAnalyzer:
             exact_quantization: ask onnxruntime for its exact int8 kernels on
                 x64 CPUs without VNNI (see the module docstring); False trades
                 faithfulness for ~10 % speed on those CPUs.
+            params: Buffering of the streams it opens (:meth:`open_stream`);
+                Pipecat's defaults.
 
         Raises:
             ModelNotFoundError: the model file cannot be found.
             ModelError: it cannot be loaded or is not Smart Turn.
-            ConfigurationError: ``threads`` is not a positive int.
+            ConfigurationError: ``threads`` is not a positive int, or bad ``params``.
         """
+        if params is not None and not isinstance(params, SmartTurnParams):
+            raise ConfigurationError(f"params must be a SmartTurnParams, not {type(params).__name__}")
+        self.params = params or SmartTurnParams()
         if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 64:
             raise ConfigurationError(f"threads must be an int from 1 to 64, got {threads!r}")
         self._path = find_model(model_path)
@@ -156,6 +166,20 @@ class SmartTurnAnalyzer:
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelError(f"Smart Turn inference failed: {exc}") from exc
         return [float(p) for p in np.asarray(logits).reshape(len(windows))]
+
+    def open_stream(self, sample_rate: int = 16000) -> SmartTurnStream:
+        """A session's end-of-turn stream for mono 16-bit audio at ``sample_rate`` Hz.
+
+        This makes the analyzer an :class:`~rxvoice.turns.EndOfTurnAnalyzer`:
+        ``TurnAnalyzerStop(SmartTurnAnalyzer())`` opens one stream per session.
+        Audio at other rates is resampled to 16 kHz when judged.
+
+        Raises:
+            ConfigurationError: a rate outside 1000..384000 Hz.
+        """
+        from .stream import SmartTurnStream
+
+        return SmartTurnStream(self.probability, sample_rate, self.params)
 
     def is_complete(self, samples: AudioInput) -> bool:
         """Whether the turn is complete (probability > 0.5)."""

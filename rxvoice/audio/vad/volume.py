@@ -21,9 +21,10 @@ than the VAD model itself, so :class:`VolumeMeter` filters each sample once,
 continuously, and recovers the "from rest" filtering of the current block
 exactly by subtracting the filter's zero-input response to its state at the
 block's start (a linear function of the 4 inputs and 4 outputs before it).
-The numbers are those of a from-scratch computation (to rounding), for about
-a tenth of the cost. The IIR itself runs as block state-space matrix products
-(numpy has no recursive filter), exact to rounding.
+The numbers are those of a from-scratch computation (to rounding) at a small
+fraction of the cost. The IIR itself runs as block state-space matrix
+products (numpy has no recursive filter), exact to rounding, and
+:meth:`VolumeMeter.add_many` runs many meters fed in lockstep as one array.
 """
 
 from __future__ import annotations
@@ -181,8 +182,8 @@ class _KFilter:
     def run(self, x: F64, state: F64, out: F64, scratch: F64) -> F64:
         """Filter ``x`` from ``state`` into ``out``; return the new state.
 
-        ``scratch`` is a caller-owned buffer of at least ``4 * 33 + 4`` floats
-        (the filter itself is shared between meters, so it keeps no buffers).
+        ``scratch`` is a caller-owned buffer of at least ``4 * _MAX_SUB_BLOCKS + 4``
+        floats (the filter itself is shared between meters, so it keeps no buffers).
         """
         bsz = _SUB_BLOCK
         pos = 0

@@ -1,0 +1,372 @@
+"""The VAD operator: microphone audio in, voice-activity frames out.
+
+Place it right after the input: every frame goes on untouched, and after
+each audio frame it adds what the VAD decided: ``VADUserStartedSpeakingFrame``
+and ``VADUserStoppedSpeakingFrame`` (both ways, so stages before it hear them
+too) and a ``UserSpeakingFrame`` heartbeat at most every
+``speech_activity_period`` seconds. When audio stops arriving mid-speech (a
+microphone muted mid-utterance), speech is taken to have stopped after
+``audio_idle_timeout`` seconds.
+
+With a :class:`VADBatcher`, the Silero calls of every session sharing it are
+made together, one model call per scheduler tick: the verdict then comes out
+a tick after the audio (at the same scheduler time), and a core keeps up with
+several times more concurrent streams.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from reactivex import abc
+
+from ..errors import ConfigurationError, RxVoiceError
+from ..events import EventRegistry
+from ..frames import (
+    CancelFrame,
+    EndFrame,
+    Frame,
+    InputAudioRawFrame,
+    SpeechControlParamsFrame,
+    StartFrame,
+    VADParamsUpdateFrame,
+)
+from ..pipeline.processor import Port, Processor
+from ..pipeline.stage import DOWN, UP, Direction
+from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
+from .pcm import to_float32_mono
+from .resample import StreamResampler
+from .vad.analyzer import VADAnalyzer
+from .vad.params import VADParams, VADState
+from .vad.silero import SileroVADAnalyzer, analyze_batch
+
+__all__ = ["VADBatcher", "VADProcessor"]
+
+SPEAKING = VADState.SPEAKING
+
+log = logging.getLogger("rxvoice.audio.vad")
+
+AnalyzerSource = VADAnalyzer | Callable[[], VADAnalyzer]
+
+
+class VADProcessor(Processor):
+    """Voice activity detection as a stage (the seed's ``vadproc.Processor``).
+
+    Args:
+        analyzer: A VAD analyzer (used by one session at a time), or a factory
+            making one per session. Default: a Silero analyzer per session,
+            sharing one model.
+        audio_idle_timeout: Seconds without any audio, while the user speaks,
+            after which speech is taken to have stopped; ``0`` turns it off.
+        speech_activity_period: At most one user-speaking heartbeat per this many seconds.
+        batcher: Batch the model calls of every session sharing this batcher
+            (Silero analyzers only).
+        scheduler: The scheduler to run on (default: the one given at subscribe time).
+
+    The analyzer runs at the audio's rate when it supports it (Silero: 8 or
+    16 kHz) and at 16 kHz otherwise, the audio resampled (libsoxr HQ) and
+    multi-channel audio averaged to mono first. Audio it cannot use is
+    reported (``on_error`` event, ``ErrorFrame`` upstream) and skipped; the
+    frame itself still goes on.
+
+    Events (``handler(processor, payload)``): ``on_error`` (a typed error).
+    """
+
+    name = "VAD"
+
+    def __init__(
+        self,
+        analyzer: AnalyzerSource | None = None,
+        *,
+        audio_idle_timeout: float = 1.0,
+        speech_activity_period: float = 0.2,
+        batcher: VADBatcher | None = None,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> None:
+        self._source: AnalyzerSource = analyzer if analyzer is not None else SileroVADAnalyzer
+        if not isinstance(self._source, VADAnalyzer) and not callable(self._source):
+            raise ConfigurationError(f"VADProcessor needs a VAD analyzer or a factory, got {analyzer!r}")
+        VADSettings(audio_idle_timeout=audio_idle_timeout, speech_activity_period=speech_activity_period)
+        self.audio_idle_timeout = audio_idle_timeout
+        self.speech_activity_period = speech_activity_period
+        if batcher is not None and not isinstance(batcher, VADBatcher):
+            raise ConfigurationError(f"batcher must be a VADBatcher, got {batcher!r}")
+        self.batcher = batcher
+        self.scheduler = scheduler
+        self.events = EventRegistry(self, ("on_error",))
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+    def report_error(self, error: BaseException, frame: object = None) -> None:
+        log.warning("%s: %s", self.name, error)
+        self.events.emit("on_error", error)
+
+    def new_analyzer(self) -> VADAnalyzer:
+        """The analyzer for a new session."""
+        if isinstance(self._source, VADAnalyzer):
+            self._source.reset()
+            return self._source
+        analyzer = self._source()
+        if not isinstance(analyzer, VADAnalyzer):
+            raise ConfigurationError(f"the analyzer factory returned {analyzer!r}, not a VADAnalyzer")
+        return analyzer
+
+    def open(self, port: Port) -> _VADSession:
+        return _VADSession(self, port)
+
+
+def _settings(analyzer: VADAnalyzer, owner: VADProcessor) -> VADSettings:
+    params = analyzer.params
+    return VADSettings(
+        start_secs=params.start_secs,
+        stop_secs=params.stop_secs,
+        speech_activity_period=owner.speech_activity_period,
+        audio_idle_timeout=owner.audio_idle_timeout,
+    )
+
+
+class _VADSession:
+    """One stream's VAD: the analyzer, the controller state, the audio-idle watch."""
+
+    def __init__(self, owner: VADProcessor, port: Port) -> None:
+        self.owner = owner
+        self.port = port
+        self.analyzer = owner.new_analyzer()
+        self.settings = _settings(self.analyzer, owner)
+        self.state = VADControllerState()
+        self.resampler: StreamResampler | None = None
+        self.resample_from = 0
+        self.input_rate = 0
+        self.idle_deadline: float | None = None
+        self.idle_handle: abc.DisposableBase | None = None
+        self.closed = False
+
+    # -- frames --------------------------------------------------------------------------
+
+    def on_frame(self, frame: Frame, direction: Direction) -> None:
+        self.port.push(frame, direction)
+        if direction is not DOWN:
+            return
+        t = type(frame)
+        if t is InputAudioRawFrame:
+            self.audio(frame)  # type: ignore[arg-type]
+        elif t is StartFrame:
+            self.use_rate(frame.audio_in_sample_rate)  # type: ignore[attr-defined]
+            self.announce()
+        elif t is VADParamsUpdateFrame:
+            self.update_params(frame.params)  # type: ignore[attr-defined]
+        elif t is EndFrame or t is CancelFrame:
+            self.stop()
+        elif isinstance(frame, InputAudioRawFrame):  # a transport's subclass (user id, ...)
+            self.audio(frame)
+
+    def on_input_end(self, direction: Direction) -> None:
+        if direction is DOWN:
+            self.stop()
+
+    def close(self) -> None:
+        self.closed = True
+        self.stop()
+
+    def announce(self) -> None:
+        params = SpeechControlParamsFrame(vad_params=self.analyzer.params)
+        self.port.push(params, DOWN)
+        self.port.push(params, UP)
+
+    def update_params(self, params: Any) -> None:
+        if not isinstance(params, VADParams):
+            self.port.report_error(ConfigurationError(f"VADParamsUpdateFrame needs VADParams, got {params!r}"))
+            return
+        self.analyzer.set_params(params)
+        self.settings = _settings(self.analyzer, self.owner)
+        self.announce()
+
+    def audio(self, frame: InputAudioRawFrame) -> None:
+        try:
+            chunk = self._samples(frame)
+        except RxVoiceError as exc:
+            self.port.report_error(exc, frame)
+            return
+        batcher = self.owner.batcher
+        if batcher is not None and isinstance(self.analyzer, SileroVADAnalyzer):
+            batcher.submit(self, chunk)
+            return
+        try:
+            state = self.analyzer.analyze_audio(chunk)
+        except RxVoiceError as exc:
+            self.port.report_error(exc, frame)
+            return
+        if state is SPEAKING or self.state.speaking:
+            self.verdict(state)
+
+    def use_rate(self, rate: int) -> None:
+        """Run the analyzer at ``rate`` when it supports it, else at 16 kHz (the audio is then resampled)."""
+        analyzer = self.analyzer
+        supported = analyzer.supported_sample_rates
+        target = rate if rate in supported else (16000 if 16000 in supported else analyzer.sample_rate)
+        if target != analyzer.sample_rate:
+            analyzer.set_sample_rate(target)  # clears its state: only at start or when the input changes rate
+
+    def _samples(self, frame: InputAudioRawFrame) -> Any:
+        """The frame's audio at the analyzer's rate, mono."""
+        if frame.sample_rate != self.input_rate:
+            self.input_rate = frame.sample_rate
+            self.use_rate(frame.sample_rate)
+        rate = self.analyzer.sample_rate
+        if frame.num_channels == 1 and frame.sample_rate == rate:
+            return frame.audio
+        samples = to_float32_mono(np.frombuffer(frame.audio, dtype="<i2"), num_channels=frame.num_channels)
+        if frame.sample_rate == rate:
+            return samples
+        if self.resampler is None or self.resample_from != frame.sample_rate or self.resampler.out_rate != rate:
+            self.resampler = StreamResampler(frame.sample_rate, rate)
+            self.resample_from = frame.sample_rate
+        return self.resampler.process(samples)
+
+    def verdict(self, analyzer_state: VADState) -> None:
+        """Turn the analyzer's state after a chunk into frames.
+
+        Only called when the user speaks or the analyzer says SPEAKING: while
+        not speaking, any other state leaves everything as it is (no frame,
+        no idle watch), so the hot path skips the call.
+        """
+        if self.closed:
+            return
+        now = self.port.time()
+        self.state, decision = vad_step(self.state, analyzer_state, now, self.settings)
+        self.apply(decision, now)
+
+    def apply(self, decision: VADDecision, now: float) -> None:
+        for frame in decision.frames:
+            self.port.push(frame, DOWN)
+            self.port.push(frame, UP)
+        if decision.disarm_idle:
+            self.idle_deadline = None
+        if decision.arm_idle:
+            self.arm_idle(now)
+
+    # -- audio idle ------------------------------------------------------------------------
+
+    def arm_idle(self, now: float) -> None:
+        """Move the idle deadline; schedule a check only when none is pending (cheap per chunk)."""
+        timeout = self.settings.audio_idle_timeout
+        if timeout <= 0:
+            return
+        self.idle_deadline = now + timeout
+        if self.idle_handle is None:
+            self.idle_handle = self.port.call_later(timeout, self.idle_check)
+
+    def idle_check(self) -> None:
+        self.idle_handle = None
+        deadline = self.idle_deadline
+        if deadline is None or self.closed:
+            return
+        now = self.port.time()
+        if now < deadline - 1e-9:
+            self.idle_handle = self.port.call_later(deadline - now, self.idle_check)
+            return
+        self.idle_deadline = None
+        self.state, decision = vad_audio_idle(self.state, now, self.settings)
+        self.apply(decision, now)
+
+    def stop(self) -> None:
+        self.idle_deadline = None
+        if self.idle_handle is not None:
+            self.idle_handle.dispose()
+            self.idle_handle = None
+
+
+class VADBatcher:
+    """Batches the Silero calls of many sessions: one model call per scheduler tick.
+
+    Sessions submit their chunk; the first submission of a tick schedules a
+    flush on that session's scheduler, which analyzes every pending chunk
+    (window k of every session in one ``session.run``) and hands each verdict
+    back to its session through its gate. The states, and so the frames, are
+    exactly those of unbatched analysis.
+
+    Share one batcher between sessions that run on one scheduler (one event
+    loop): the flush analyzes every session's chunk on that scheduler's
+    thread.
+
+    Args:
+        max_batch: The most chunks analyzed in one call.
+    """
+
+    def __init__(self, max_batch: int = 64) -> None:
+        if max_batch < 1:
+            raise ConfigurationError("max_batch must be >= 1")
+        self.max_batch = max_batch
+        self._pending: list[tuple[_VADSession, Any]] = []
+        self._scheduled = False
+        self._lock = threading.Lock()
+        self.calls = 0
+        """Batched model calls made so far (one per group of sessions per flush)."""
+
+    def submit(self, session: _VADSession, chunk: Any) -> None:
+        """Queue a session's chunk for the next flush (scheduled on its scheduler if none is)."""
+        with self._lock:
+            self._pending.append((session, chunk))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        session.port.session.scheduler.schedule(self._flush)
+
+    def _flush(self, _scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+            self._scheduled = False
+        while pending:
+            batch: list[tuple[_VADSession, Any]] = []
+            rest: list[tuple[_VADSession, Any]] = []
+            seen: set[int] = set()
+            for item in pending:
+                key = id(item[0])
+                if key in seen or len(batch) >= self.max_batch:
+                    rest.append(item)  # one chunk per session per call, in order
+                else:
+                    seen.add(key)
+                    batch.append(item)
+            self._run(batch)
+            pending = rest
+
+    def _run(self, batch: list[tuple[_VADSession, Any]]) -> None:
+        groups: dict[tuple[int, int], list[tuple[_VADSession, Any]]] = {}
+        for session, chunk in batch:
+            if session.closed:
+                continue
+            analyzer = session.analyzer
+            groups.setdefault((id(analyzer.model), analyzer.sample_rate), []).append((session, chunk))  # type: ignore[attr-defined]
+        for items in groups.values():
+            analyzers = [s.analyzer for s, _ in items]
+            self.calls += 1
+            try:
+                states = analyze_batch(analyzers, [c for _, c in items])  # type: ignore[arg-type]
+            except RxVoiceError as exc:
+                log.warning("a batched VAD call failed (%s); analyzing one by one", exc)
+                for session, chunk in items:
+                    self._deliver_one(session, chunk)
+                continue
+            for (session, _), state in zip(items, states, strict=True):
+                if state is SPEAKING or session.state.speaking:  # otherwise nothing to decide (see verdict)
+                    session.port.session.run(_deliver, (session, state))
+
+    @staticmethod
+    def _deliver_one(session: _VADSession, chunk: Any) -> None:
+        try:
+            state = session.analyzer.analyze_audio(chunk)
+        except RxVoiceError as exc:
+            session.port.session.run(lambda e: session.port.inject_call(lambda: session.port.report_error(e)), exc)
+            return
+        session.port.session.run(_deliver, (session, state))
+
+
+def _deliver(item: tuple[_VADSession, VADState]) -> None:
+    session, state = item
+    session.port.inject_call(lambda: session.verdict(state))
+

@@ -1,0 +1,1 @@
+"""Turn-taking tests: strategies, timeouts and mute rules in virtual time."""

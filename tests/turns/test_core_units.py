@@ -1,0 +1,302 @@
+"""The controller, mute, idle, late-tail and recommendation rules as pure functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rxvoice import frames as F
+from rxvoice.turns import (
+    AlwaysUserMute,
+    ExternalCompletionStop,
+    ExternalStrategies,
+    FirstSpeechUserMute,
+    FunctionCallUserMute,
+    MinWordsStart,
+    MuteUntilFirstBotComplete,
+    SpeechTimeoutStop,
+    TranscriptionStart,
+    TurnController,
+    TurnsConfig,
+    UserTurnStrategies,
+    VADStart,
+)
+from rxvoice.turns.controller import (
+    WATCHDOG,
+    AggregationReset,
+    InferenceTriggered,
+    StopTimedOut,
+    StrategyTimer,
+    TurnStarted,
+    TurnStopped,
+)
+from rxvoice.turns.idle import IdleEffect, IdleState, idle_fired, idle_step
+from rxvoice.turns.late_tail import may_start
+from rxvoice.turns.mute import mute_initial, mute_step
+from rxvoice.turns.recommend import recommended_controller
+
+VS = F.VADUserStartedSpeakingFrame(0.2)
+VE = F.VADUserStoppedSpeakingFrame(0.2)
+DONE = F.UserTurnInferenceCompletedFrame()
+
+
+def kinds(effects: list[Any]) -> list[str]:
+    return [type(e).__name__ for e in effects if not isinstance(e, StrategyTimer)]
+
+
+# -- controller ----------------------------------------------------------------------------------
+
+
+def test_controller_never_finalizes_while_the_user_speaks() -> None:
+    """A completion verdict while VAD says speaking is ignored; after the VAD stop it ends the turn (pipecat §8.19)."""
+    c = TurnController([VADStart()], [ExternalCompletionStop()], 5.0)
+    s, out = c.on_frame(c.initial(), VS, 0.0)
+    assert kinds(out) == ["TurnStarted"]
+    s, out = c.on_frame(s, DONE, 0.1)
+    assert kinds(out) == [] and s.open
+    s, out = c.on_frame(s, VE, 0.2)
+    s, out = c.on_frame(s, DONE, 0.3)
+    assert kinds(out) == ["TurnStopped"] and not s.open
+
+
+def test_controller_start_is_ignored_inside_a_turn() -> None:
+    """A second start trigger while a turn is open starts nothing."""
+    c = TurnController([VADStart(), TranscriptionStart()], [SpeechTimeoutStop()], 5.0)
+    s, _ = c.on_frame(c.initial(), VS, 0.0)
+    s, out = c.on_frame(s, F.TranscriptionFrame("hi"), 0.1)
+    assert kinds(out) == []
+
+
+def test_controller_halt_stops_only_the_chain_it_is_in() -> None:
+    """VADStart halts the start chain; the stop chain still sees the frame."""
+    c = TurnController([VADStart(), VADStart()], [SpeechTimeoutStop()], 5.0)
+    s, out = c.on_frame(c.initial(), VS, 0.0)
+    assert [e.strategy for e in out if isinstance(e, TurnStarted)] == [c.start[0]]
+    assert s.stops[0].speaking
+
+
+def test_controller_watchdog_closes_an_idle_turn_with_no_strategy() -> None:
+    """The watchdog fires stop_timeout after the last activity; it closes an open turn with strategy None."""
+    c = TurnController([VADStart()], [ExternalCompletionStop()], 1.0)
+    s, out = c.on_frame(c.initial(), VS, 0.0)
+    assert StrategyTimer(WATCHDOG, "watchdog", 1.0) in out
+    s, _ = c.on_frame(s, VE, 0.5)
+    s, out = c.on_timer(s, WATCHDOG, "watchdog", 1.0)
+    assert len(out) == 1 and out[0] == StrategyTimer(WATCHDOG, "watchdog", out[0].delay)  # type: ignore[union-attr]
+    assert out[0].delay == pytest.approx(0.5)
+    s, out = c.on_timer(s, WATCHDOG, "watchdog", 1.5)
+    assert isinstance(out[0], StopTimedOut) and isinstance(out[-1], TurnStopped) and out[-1].strategy is None
+
+
+def test_controller_watchdog_holds_while_the_user_speaks() -> None:
+    """At the watchdog's deadline with VAD still speaking nothing closes; the next activity re-arms it."""
+    c = TurnController([VADStart()], [ExternalCompletionStop()], 1.0)
+    s, _ = c.on_frame(c.initial(), VS, 0.0)
+    s, out = c.on_timer(s, WATCHDOG, "watchdog", 1.0)
+    assert out == [] and s.open and not s.watchdog_armed
+    s, out = c.on_frame(s, VE, 3.0)
+    assert StrategyTimer(WATCHDOG, "watchdog", 1.0) in out
+
+
+def test_controller_inference_only_inside_a_turn() -> None:
+    """An inference trigger outside a turn asks for nothing."""
+    c = TurnController([VADStart()], [SpeechTimeoutStop(user_speech_timeout=0.0)], 5.0)
+    s, out = c.on_frame(c.initial(), F.TranscriptionFrame("hi"), 0.0)
+    s, out = c.on_timer(s, 1, "speech", 0.0)
+    assert kinds(out) == []
+
+
+def test_controller_never_drops_the_words_of_an_open_turn() -> None:
+    """MinWords' reset is passed on outside a turn only: a one-word interim inside a turn keeps the words."""
+    c = TurnController([MinWordsStart(min_words=3)], [SpeechTimeoutStop()], 5.0)
+    s, out = c.on_frame(c.initial(), F.BotStartedSpeakingFrame(), 0.0)
+    s, out = c.on_frame(s, F.TranscriptionFrame("uh"), 0.1)
+    assert kinds(out) == ["AggregationReset"]
+    s, out = c.on_frame(s, F.TranscriptionFrame("please stop now"), 0.2)
+    assert "TurnStarted" in kinds(out)
+    s, _ = c.on_frame(s, F.BotStartedSpeakingFrame(), 0.3)
+    s, out = c.on_frame(s, F.InterimTranscriptionFrame("and"), 0.4)
+    assert not any(isinstance(e, AggregationReset) for e in out)
+
+
+def test_controller_takeover_keeps_the_turn_and_tells_new_strategies() -> None:
+    """A recommended controller takes over an open turn: still open, its strategies told a turn runs."""
+    old = TurnController([VADStart()], [SpeechTimeoutStop()], 5.0)
+    s, _ = old.on_frame(old.initial(), VS, 0.0)
+    start, stop = ExternalStrategies().resolved()
+    new = TurnController(start, stop, 5.0)
+    s2, _ = new.takeover(s, 0.1)
+    assert s2.open and s2.user_speaking and s2.stops[0].turn_open
+
+
+def test_stopped_is_inference_then_finalize() -> None:
+    """A stop strategy's verdict asks for the answer before it closes the turn."""
+    c = TurnController([VADStart()], [SpeechTimeoutStop(user_speech_timeout=0.0)], 5.0)
+    s, _ = c.on_frame(c.initial(), VS, 0.0)
+    s, _ = c.on_frame(s, F.TranscriptionFrame("hi", finalized=True), 0.1)
+    s, out = c.on_frame(s, F.VADUserStoppedSpeakingFrame(0.2), 0.2)
+    s, out = c.on_timer(s, c._n_start, "speech", 0.2)
+    decisions = [type(e) for e in out if isinstance(e, InferenceTriggered | TurnStopped)]
+    assert decisions == [InferenceTriggered, TurnStopped]
+
+
+# -- mute ----------------------------------------------------------------------------------------
+
+
+def _mute_run(strategy: Any, frames: list[F.Frame]) -> list[bool]:
+    state = mute_initial([strategy])
+    out = []
+    for f in frames:
+        state = mute_step([strategy], state, f)
+        out.append(state.muted)
+    return out
+
+
+BS, BE, INT = F.BotStartedSpeakingFrame(), F.BotStoppedSpeakingFrame(), F.InterruptionFrame()
+
+
+def test_always_mute_follows_the_bot() -> None:
+    """Always: BS mutes, BE unmutes, other frames change nothing (pipecat §8.64)."""
+    assert _mute_run(AlwaysUserMute(), [BS, INT, BE, INT]) == [True, True, False, False]
+
+
+def test_first_speech_mute_only_during_the_first_utterance() -> None:
+    """FirstSpeech: muted from the first BS to the first BE, never again (pipecat §8.65)."""
+    assert _mute_run(FirstSpeechUserMute(), [INT, BS, INT, BE, BS, BE]) == [False, True, True, False, False, False]
+
+
+def test_function_call_mute_tracks_call_ids() -> None:
+    """FunctionCall: muted while any call runs; unknown or repeated ids are harmless (pipecat §8.67)."""
+    def started(*ids: str) -> F.FunctionCallsStartedFrame:
+        return F.FunctionCallsStartedFrame([F.FunctionCallFromLLM("f", i, {}) for i in ids])
+
+    def result(i: str, final: bool = True) -> F.FunctionCallResultFrame:
+        return F.FunctionCallResultFrame("f", i, {}, "ok", properties=F.FunctionCallResultProperties(is_final=final))
+
+    assert _mute_run(FunctionCallUserMute(), [
+        started("1"), F.FunctionCallCancelFrame("f", "1"), started("3", "4"), result("3"), result("4", False),
+        result("4"), result("4"), F.FunctionCallCancelFrame("f", "9"),
+    ]) == [True, False, True, True, True, False, False, False]
+
+
+def test_mute_until_first_bot_complete() -> None:
+    """Muted from the start until the first BE; an error before the bot ever spoke releases it."""
+    s = MuteUntilFirstBotComplete()
+    assert mute_initial([s]).muted
+    assert _mute_run(s, [BS, BE, BS]) == [True, False, False]
+    assert _mute_run(s, [F.ErrorFrame(RuntimeError("tts down"))]) == [False]
+    assert _mute_run(s, [BS, F.ErrorFrame(RuntimeError("x"))]) == [True, True]
+
+
+def test_mute_is_the_or_of_the_strategies() -> None:
+    """Any strategy asking for silence mutes the user."""
+    strategies: list[Any] = [FirstSpeechUserMute(), FunctionCallUserMute()]
+    state = mute_initial(strategies)
+    state = mute_step(strategies, state, BS)
+    state = mute_step(strategies, state, F.FunctionCallsStartedFrame([F.FunctionCallFromLLM("f", "1", {})]))
+    state = mute_step(strategies, state, BE)
+    assert state.muted
+
+
+# -- idle ----------------------------------------------------------------------------------------
+
+
+def _idle(frames: list[F.Frame], timeout: float = 0.2) -> tuple[IdleState, list[str]]:
+    state = IdleState(timeout=timeout)
+    out: list[str] = []
+    for f in frames:
+        state, effects = idle_step(state, f)
+        out += [e.kind for e in effects]
+    return state, out
+
+
+def test_idle_arms_when_the_bot_stops() -> None:
+    """BE arms the idle timer; the firing raises the event once (pipecat §8.71)."""
+    state, out = _idle([BS, BE])
+    assert out == ["disarm", "arm"]
+    assert idle_fired(state)[1] == (IdleEffect("fire"),)
+
+
+def test_idle_never_arms_without_activity() -> None:
+    """No frames: nothing armed; a timer firing anyway raises nothing."""
+    assert idle_fired(IdleState(timeout=0.2))[1] == ()
+
+
+def test_idle_rearms_after_every_user_turn() -> None:
+    """A user turn (its stop) re-arms the idle timer when the bot is quiet (empty turns included)."""
+    _state, out = _idle([F.UserStartedSpeakingFrame(), F.UserStoppedSpeakingFrame()])
+    assert out == ["disarm", "arm"]
+
+
+def test_idle_pauses_during_calls_and_resumes_after_the_last() -> None:
+    """Calls pause a waiting timer; it resumes when the last call finishes (pipecat §8.74)."""
+    call = F.FunctionCallsStartedFrame([F.FunctionCallFromLLM("f", "1", {}), F.FunctionCallFromLLM("f", "2", {})])
+    state, out = _idle([BE, call, F.FunctionCallResultFrame("f", "1", {}, "ok")])
+    assert out == ["arm", "disarm"]
+    assert idle_fired(state)[1] == ()
+    state, effects = idle_step(state, F.FunctionCallCancelFrame("f", "2"))
+    assert [e.kind for e in effects] == ["arm"]
+
+
+def test_idle_calls_before_the_bot_spoke_never_fire() -> None:
+    """FunctionCallsStarted before BS/BE: no fire; after the result a BS/BE arms it."""
+    call = F.FunctionCallsStartedFrame([F.FunctionCallFromLLM("f", "1", {})])
+    _, out = _idle([call, F.FunctionCallResultFrame("f", "1", {}, "ok")])
+    assert "arm" not in out
+    _, out = _idle([call, F.FunctionCallResultFrame("f", "1", {}, "ok"), BS, BE])
+    assert out[-1] == "arm"
+
+
+@pytest.mark.parametrize(
+    ("case", "frames"),
+    [
+        ("bot is speaking", [BS]),
+        ("the bot has not spoken yet", []),
+        ("a user turn is in progress", [BE, F.UserStartedSpeakingFrame()]),
+        ("the bot's reply is still coming", [BE, F.UserStartedSpeakingFrame(), BS]),
+        ("a tool call is in flight", [BE, F.FunctionCallsStartedFrame([F.FunctionCallFromLLM("f", "1", {})])]),
+    ],
+)
+def test_idle_update_does_not_arm_outside_the_waiting_window(case: str, frames: list[F.Frame]) -> None:
+    """A timeout update arms the timer only while waiting for the user (seed §4.2 subcases)."""
+    state, _ = _idle(frames, timeout=0.0)
+    state, effects = idle_step(state, F.UserIdleTimeoutUpdateFrame(1.0))
+    assert effects == (), case
+
+
+def test_idle_update_arms_while_waiting() -> None:
+    """A timeout update while waiting arms the timer with the new duration; 0 disarms it (seed §4.2)."""
+    state, _ = _idle([BS, BE], timeout=0.0)
+    state, effects = idle_step(state, F.UserIdleTimeoutUpdateFrame(1.5))
+    assert effects == (IdleEffect("arm", 1.5),)
+    state, effects = idle_step(state, F.UserIdleTimeoutUpdateFrame(0))
+    assert effects == (IdleEffect("disarm"),)
+
+
+# -- late tail, recommendations ------------------------------------------------------------------
+
+
+def test_late_tail_rule() -> None:
+    """Held: answered turn, VAD in use, no speech since, within the window; otherwise a transcript may start."""
+    assert not may_start(False, True, False, 10.0, 10.5, 1.0)
+    assert may_start(False, True, False, 10.0, 11.5, 1.0)
+    assert may_start(False, True, True, 10.0, 10.5, 1.0)
+    assert may_start(False, False, False, 10.0, 10.5, 1.0)
+    assert may_start(False, True, False, None, 10.5, 1.0)
+    assert may_start(True, True, False, 10.0, 10.5, 1.0)
+
+
+def test_recommendation_applies_only_when_nothing_is_pinned() -> None:
+    """A service's strategies replace the defaults, not the application's own choice (pipecat §8.34)."""
+    frame = F.STTMetadataFrame("stt", user_turn_strategies=ExternalStrategies())
+    default = TurnsConfig()
+    c = TurnController(*default.chains(), default.stop_timeout)
+    new = recommended_controller(default, c, frame)
+    assert new is not None and new.recommendation == ExternalStrategies()
+    assert recommended_controller(default, new, frame) is None
+    pinned = TurnsConfig(start=[VADStart()])
+    assert recommended_controller(pinned, c, frame) is None
+    assert recommended_controller(default, c, F.STTMetadataFrame("stt", user_turn_strategies="external")) is None
+    assert recommended_controller(default, c, F.STTMetadataFrame("stt", user_turn_strategies=UserTurnStrategies(
+        start=[]))) is None
