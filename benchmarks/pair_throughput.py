@@ -48,7 +48,7 @@ from _scenario import (
     Result,
     build_conversation,
     build_slotted_frames,
-    check_messages,  # noqa: F401  (for run_rxvoice)
+    check_messages,
 )
 
 REPS = {100: 5, 1000: 3}
@@ -144,7 +144,8 @@ def run_rxvoice(events: list[Event], *, mode: str) -> Result:
     from reactivex.subject import Subject
     from reactivex.testing import TestScheduler
 
-    from rxvoice import LLMContext, frames as F, pipeline
+    from rxvoice import LLMContext, pipeline
+    from rxvoice import frames as F
     from rxvoice.aggregators import Pair
     from rxvoice.turns import ExternalStrategies, SpeechTimeoutStop, TurnsConfig, VADStart
 

@@ -331,9 +331,8 @@ def check_message(message: Any) -> Message:
     content = message.get("content")
     if content is not None and not isinstance(content, str | list | tuple):
         raise InvalidMessageError(f"message content must be a string or a list of parts, got {content!r}")
-    if role == "tool":
-        if not isinstance(message.get("tool_call_id"), str) or not message.get("tool_call_id"):
-            raise InvalidToolCallError("a tool message needs a tool_call_id")
+    if role == "tool" and (not isinstance(message.get("tool_call_id"), str) or not message.get("tool_call_id")):
+        raise InvalidToolCallError("a tool message needs a tool_call_id")
     if "tool_calls" in message and message["tool_calls"] is not None:
         if role != "assistant":
             raise InvalidToolCallError("only assistant messages carry tool_calls")

@@ -13,6 +13,7 @@ never holds up frames. A handler that raises is logged and contained.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
@@ -222,10 +223,8 @@ class EventRegistry:
 
         async def serially() -> None:
             if previous is not None and not previous.done():
-                try:
+                with contextlib.suppress(BaseException):
                     await asyncio.shield(previous)
-                except BaseException:
-                    pass
             try:
                 await awaitable
             except asyncio.CancelledError:

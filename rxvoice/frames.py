@@ -423,7 +423,7 @@ class OutputAudioRawFrame(DataFrame):
 # Text
 
 
-class AggregationType(str, enum.Enum):
+class AggregationType(enum.StrEnum):
     """How a piece of aggregated text was cut."""
 
     SENTENCE = "sentence"

@@ -60,7 +60,9 @@ class Stage(ABC):
         """Connect the stage: frames flowing down and up in, frames flowing down and up out."""
 
     def __call__(self, source: Observable[Frame]) -> Observable[Frame]:
-        def subscribe(observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
+        def subscribe(
+            observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
             down, _up = self.duplex(source, reactivex.never())
             return down.subscribe(observer, scheduler=scheduler)
 

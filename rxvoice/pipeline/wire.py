@@ -33,7 +33,9 @@ class Sink(NamedTuple):
     on_completed: Callable[[], None]
 
 
-def _guarded(on_next: Callable[[Frame], None], owner: str, report: Callable[[Exception, Frame], None] | None) -> Callable[[Frame], None]:
+def _guarded(
+    on_next: Callable[[Frame], None], owner: str, report: Callable[[Exception, Frame], None] | None
+) -> Callable[[Frame], None]:
     def emit(frame: Frame) -> None:
         try:
             on_next(frame)

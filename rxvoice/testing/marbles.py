@@ -188,7 +188,9 @@ class FrameMarbles:
         """``(seconds, item)`` pairs of a marble string."""
         return parse_marbles(marbles, self._legend(legend), self.timespan)
 
-    def cold(self, marbles: str, legend: Mapping[str, Any] | None = None, *, error: Exception | None = None) -> Observable[Frame]:
+    def cold(
+        self, marbles: str, legend: Mapping[str, Any] | None = None, *, error: Exception | None = None
+    ) -> Observable[Frame]:
         """Frames emitted at their marble times after each subscription."""
         return self.from_timeline(self.timeline(marbles, legend), error=error)
 
@@ -196,7 +198,9 @@ class FrameMarbles:
         """Frames (or ``COMPLETED``/``ERROR``) emitted ``seconds`` after each subscription."""
         failure = error or Exception("marble error")
 
-        def subscribe(observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
+        def subscribe(
+            observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
             sched = scheduler or self.scheduler
             disposables = CompositeDisposable()
             for seconds, item in items:

@@ -7,6 +7,7 @@ segment ends (an STT's latency), optionally preceded by interim guesses.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -76,7 +77,7 @@ def load_transcript(source: str | Path | Mapping[str, Any]) -> Transcript:
     if not isinstance(data, Mapping) or not isinstance(data.get("segments"), list):
         raise InvalidTranscriptError('a transcript is an object with a "segments" list')
     segments = tuple(_segment(s, i) for i, s in enumerate(data["segments"]))
-    for a, b in zip(segments, segments[1:], strict=False):
+    for a, b in itertools.pairwise(segments):
         if b.start < a.end:
             raise InvalidTranscriptError(f"segments overlap: {a.text!r} ends after {b.text!r} starts")
     return Transcript(segments, data.get("sample_rate"), data.get("duration"))

@@ -151,7 +151,9 @@ def test_thoughts_are_reported_and_kept_only_when_asked() -> None:
 
 
 def call(i: str = "c1", *, sync: bool = True, group: str | None = "g1") -> F.FunctionCallInProgressFrame:
-    return F.FunctionCallInProgressFrame("get_weather", i, {"city": "Paris"}, cancel_on_interruption=sync, group_id=group)
+    return F.FunctionCallInProgressFrame(
+        "get_weather", i, {"city": "Paris"}, cancel_on_interruption=sync, group_id=group
+    )
 
 
 def started(*ids: str) -> F.FunctionCallsStartedFrame:

@@ -12,7 +12,7 @@ from rxvoice import frames as F
 from rxvoice.aggregators import Pair
 from rxvoice.context import LLMSpecificMessage
 from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, ToolCall
-from rxvoice.turns import AlwaysUserMute, FunctionCallUserMute, TurnsConfig
+from rxvoice.turns import AlwaysUserMute, FunctionCallUserMute
 
 ACTIONS = st.sampled_from([
     "vad_start", "vad_stop", "interim", "final", "final", "interrupt", "bot_start", "bot_stop", "wait",

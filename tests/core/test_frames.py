@@ -51,7 +51,8 @@ def test_frame_kinds(frame: F.Frame, kind: F.FrameKind) -> None:
 def test_pipecat_field_names_and_defaults() -> None:
     """Pipecat users find the fields they know, with the same defaults."""
     t = F.TranscriptionFrame("hi", "user-1", "ts")
-    assert (t.text, t.user_id, t.timestamp, t.finalized, t.includes_inter_frame_spaces) == ("hi", "user-1", "ts", False, False)
+    fields = (t.text, t.user_id, t.timestamp, t.finalized, t.includes_inter_frame_spaces)
+    assert fields == ("hi", "user-1", "ts", False, False)
     assert F.LLMTextFrame("x").includes_inter_frame_spaces is True
     assert F.StartFrame().audio_in_sample_rate == 16000
     assert F.FunctionCallInProgressFrame("f", "c").cancel_on_interruption is True

@@ -10,8 +10,18 @@ import pytest
 from rxvoice import frames as F
 from rxvoice import pipeline
 from rxvoice.errors import InvalidTranscriptError
-from rxvoice.testing import COMPLETED, ERROR, FrameMarbles, MarbleError, Reply, ScriptedLLM, ToolCall
-from rxvoice.testing import load_transcript, parse_marbles, replay_transcript
+from rxvoice.testing import (
+    COMPLETED,
+    ERROR,
+    FrameMarbles,
+    MarbleError,
+    Reply,
+    ScriptedLLM,
+    ToolCall,
+    load_transcript,
+    parse_marbles,
+    replay_transcript,
+)
 
 A, B, C = F.TextFrame("a"), F.TextFrame("b"), F.TextFrame("c")
 
@@ -25,7 +35,7 @@ def test_marble_grammar() -> None:
 
 def test_marble_errors_are_clear() -> None:
     """Unknown symbols and bad groups name the problem."""
-    with pytest.raises(MarbleError, match="'z'.*legend"):
+    with pytest.raises(MarbleError, match=r"'z'.*legend"):
         parse_marbles("a-z", {"a": A})
     with pytest.raises(MarbleError, match="unclosed"):
         parse_marbles("(a", {"a": A})
