@@ -454,6 +454,12 @@ class ContextSnapshot:
         return -1
 
 
+def _text_message(message: FrozenDict, text: object) -> FrozenDict:
+    if not isinstance(text, str):
+        raise InvalidMessageError(f"message content must be a string, got {type(text).__name__}")
+    return message
+
+
 def _frozen_messages(messages: Iterable[Any]) -> Messages:
     return Messages(check_message(m) for m in messages)
 
@@ -553,6 +559,13 @@ class LLMContext:
         checked = check_message(message)
         self.update(lambda s: ContextSnapshot(s.messages.appended(checked), s.tools, s.tool_choice))
 
+    def _append(self, message: FrozenDict) -> None:
+        """Append a message built (and so already valid) by one of the helpers below."""
+        with self._lock:
+            s = self._subject.value
+            new = ContextSnapshot(s.messages.appended(message), s.tools, s.tool_choice, s.version + 1)
+            self._subject.on_next(new)
+
     def add_messages(self, messages: Iterable[Mapping[str, Any] | LLMSpecificMessage]) -> None:
         """Append several messages in one write; none is written if any is invalid."""
         checked = [check_message(m) for m in messages]
@@ -595,19 +608,19 @@ class LLMContext:
 
     def add_user_message(self, text: str) -> None:
         """Append ``{"role": "user", "content": text}``."""
-        self.add_message(user_message(text))
+        self._append(_text_message(user_message(text), text))
 
     def add_assistant_message(self, text: str) -> None:
         """Append ``{"role": "assistant", "content": text}``."""
-        self.add_message(assistant_message(text))
+        self._append(_text_message(assistant_message(text), text))
 
     def add_developer_message(self, text: str) -> None:
         """Append a developer message."""
-        self.add_message(developer_message(text))
+        self._append(_text_message(developer_message(text), text))
 
     def add_system_message(self, text: str) -> None:
         """Append a system message."""
-        self.add_message(system_message(text))
+        self._append(_text_message(system_message(text), text))
 
     def add_assistant_tool_call(self, tool_call_id: str, name: str, arguments: Any) -> None:
         """Append one assistant message carrying one tool call."""
@@ -615,7 +628,9 @@ class LLMContext:
 
     def add_tool_result(self, tool_call_id: str, content: str) -> None:
         """Append the answer to one tool call."""
-        self.add_message(tool_result_message(tool_call_id, content))
+        if not isinstance(tool_call_id, str) or not tool_call_id or not isinstance(content, str):
+            raise InvalidToolCallError("a tool result needs a string tool_call_id and string content")
+        self._append(tool_result_message(tool_call_id, content))
 
     def update_tool_result(self, tool_call_id: str, content: str) -> bool:
         """Rewrite the answer to ``tool_call_id`` in place; ``False`` if there is none."""

@@ -153,6 +153,10 @@ class EventRegistry:
                     return True
         return False
 
+    def listened(self, name: str) -> bool:
+        """Whether raising ``name`` would reach anyone (a handler, or an observer of the events)."""
+        return bool(self._handlers.get(name)) or bool(self._subject.observers)
+
     def has_handlers(self, name: str) -> bool:
         """Whether anything listens to ``name`` (handlers or observers)."""
         return bool(self._handlers.get(name)) or bool(self._subject.observers)

@@ -68,6 +68,7 @@ class AssistantAggregator(Processor):
         self.core = AssistantCore(tool_change_messages=tool_change_messages)
         self.scheduler = scheduler
         self.events = EventRegistry(self, (*ASSISTANT_EVENTS, "on_error"))
+        self.core.listening = self.events.listened
         self._summarizer = summarizer if summarizer is not None else Summarizer(context, auto_trigger=False)
         self._session: _AssistantSession | None = None
 
@@ -169,13 +170,13 @@ class _AssistantSession(ShellSession):
     def _thought_end(self, frame: Frame, direction: Direction) -> None:
         text = concatenate(self.thought)
         self.thought = []
-        self.now = now = self.port.time()
+        self.now = now = self.clock()
         self.state, effects = self.core.on_thought(self.state, text, frame.signature, now)  # type: ignore[attr-defined]
         self.execute(effects)
 
     def _decide(self, frame: Frame, direction: Direction) -> None:
         held: tuple[Part, ...] = tuple(self.parts)  # type: ignore[arg-type]
-        self.now = now = self.port.time()
+        self.now = now = self.clock()
         self.state, effects = self.core.on_frame(self.state, frame, direction, now, held)
         self.execute(effects)
         if type(frame) is EndFrame or frame.name == "CancelFrame":
@@ -245,7 +246,7 @@ class _AssistantSession(ShellSession):
         if direction is not DOWN:
             return
         held: tuple[Part, ...] = tuple(self.parts)  # type: ignore[arg-type]
-        self.state, effects = self.core.on_frame(self.state, _END, DOWN, self.port.time(), held)
+        self.state, effects = self.core.on_frame(self.state, _END, DOWN, self.clock(), held)
         self.execute([e for e in effects if getattr(e, "frame", None) is not _END])
         self._end()
 

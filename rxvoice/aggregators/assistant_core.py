@@ -10,7 +10,7 @@ Closing steps receive the gathered text as an argument.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ..context import IN_PROGRESS, LLMSpecificMessage
@@ -79,6 +79,10 @@ DEFAULT_MARKERS = ("●", "◐", "○", "✓")
 ASYNC_STARTED = "The tool call has started and is running in the background; its result will follow."
 ASYNC_CANCELLED = "CANCELLED: this tool call was cancelled before it returned a result"
 
+
+
+def _always(_name: str) -> bool:
+    return True
 
 class ClearText(NamedTuple):
     """Drop the text the shell gathered (it was written, or the bot was cut off)."""
@@ -185,6 +189,8 @@ class AssistantCore:
 
     def __init__(self, *, tool_change_messages: bool = False) -> None:
         self.tool_change_messages = tool_change_messages
+        # Which events anyone listens to: a report nobody reads is not built (set by the aggregator).
+        self.listening: Callable[[str], bool] = _always
 
     def initial(self) -> AssistantState:
         """The state a session starts with."""
@@ -288,7 +294,8 @@ class AssistantCore:
         if s.thought_append and s.thought_llm:
             message = LLMSpecificMessage(s.thought_llm, {"type": "thought", "text": text, "signature": signature})
             out.append(Write(lambda c: c.add_message(message)))
-        out.append(Raise("on_assistant_thought", AssistantThought(text, started)))
+        if self.listening("on_assistant_thought"):
+            out.append(Raise("on_assistant_thought", AssistantThought(text, started)))
         return s._replace(thought_at=None, thought_append=False, thought_llm=None), out
 
     # -- turns -------------------------------------------------------------------
@@ -296,7 +303,8 @@ class AssistantCore:
     def _open(self, w: _Work, now: float, out: list[Any]) -> None:
         if w.started_at is not None:
             return
-        out.append(Raise("on_assistant_turn_started"))
+        if self.listening("on_assistant_turn_started"):
+            out.append(Raise("on_assistant_turn_started"))
         w.started_at = now
 
     def _close(self, w: _Work, held: tuple[Part, ...], interrupted: bool, now: float, out: list[Any]) -> None:
@@ -310,7 +318,8 @@ class AssistantCore:
             out.append(Emit(LLMContextAssistantTimestampFrame(iso8601(now)), DOWN))
         content = strip_markers(text, w.markers)
         started = iso8601(w.started_at)
-        out.append(Raise("on_assistant_turn_stopped", AssistantTurnStopped(content, interrupted, started)))
+        if self.listening("on_assistant_turn_stopped"):
+            out.append(Raise("on_assistant_turn_stopped", AssistantTurnStopped(content, interrupted, started)))
         if content:
             out.append(Broadcast(LLMContextAssistantTurnFrame(content, started)))
         out.append(ClearText())

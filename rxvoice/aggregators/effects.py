@@ -147,6 +147,7 @@ class ShellSession:
         self._link = port.link
         self._timers: dict[tuple[int, str], _Timer] = {}
         self.now = 0.0
+        self.clock = port.session.clock
         self.resources: Sequence[Any] = ()
         self.offload: Callable[[Callable[[], Any]], concurrent.futures.Future[Any]] | None = None
         self.closed = False

@@ -75,6 +75,7 @@ class UserAggregator(Processor):
         self.scheduler = scheduler
         self.offload = offload
         self.events = EventRegistry(self, (*USER_EVENTS, "on_error"))
+        self.core.listening = self.events.listened
         self._session: _UserSession | None = None
 
     def __repr__(self) -> str:
@@ -130,7 +131,7 @@ class _UserSession(ShellSession):
             else:
                 self._link.emit_up(frame)
             return
-        self.now = now = self.port.time()
+        self.now = now = self.clock()
         self.state, effects = self.core.on_frame(self.state, frame, direction, now)
         self.execute(effects)
 
@@ -171,13 +172,13 @@ class _UserSession(ShellSession):
         self.execute(effects)
 
     def on_result(self, owner: int, key: str, value: Any) -> None:
-        self.now = now = self.port.time()
+        self.now = now = self.clock()
         self.state, effects = self.core.on_result(self.state, owner, key, value, now)
         self.execute(effects)
 
     def on_input_end(self, direction: Direction) -> None:
         if direction is DOWN and not self.state.ended:
-            self.now = now = self.port.time()
+            self.now = now = self.clock()
             self.state, effects = self.core.end_of_input(self.state, now)
             self.execute(effects)
 

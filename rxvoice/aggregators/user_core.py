@@ -17,7 +17,7 @@ held (:mod:`rxvoice.turns.late_tail`) and written with the next turn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ..events import Lazy
@@ -132,6 +132,10 @@ _STARTED = UserStartedSpeakingFrame()
 _STOPPED = UserStoppedSpeakingFrame()
 
 
+
+def _always(_name: str) -> bool:
+    return True
+
 class AnalyzeAudio(NamedTuple):
     """Run the aggregator's own VAD over this (unmuted) audio."""
 
@@ -219,6 +223,8 @@ class UserCore:
     ) -> None:
         start, stop = turns.chains()
         self.turns = turns
+        # Which events anyone listens to: a report nobody reads is not built (set by the aggregator).
+        self.listening: Callable[[str], bool] = _always
         self.controller = TurnController(start, stop, turns.stop_timeout)
         self.mute: tuple[MuteStrategy[Any], ...] = (*mute, *turns.mute)
         self.mute_types = mute_types(self.mute)
@@ -390,7 +396,8 @@ class UserCore:
             w.idle, effects = idle_fired(w.idle)
             for e in effects:
                 if e.kind == "fire":
-                    out.append(Raise("on_user_turn_idle"))
+                    if self.listening("on_user_turn_idle"):
+                        out.append(Raise("on_user_turn_idle"))
                     if self.turns.on_idle is not None:
                         out.append(Callback(self.turns.on_idle))
             return w.store(), out
@@ -419,10 +426,12 @@ class UserCore:
 
     def _announce(self, w: _Work, muted: bool, out: list[ShellEffect]) -> None:
         if muted:
-            out.append(Raise("on_user_mute_started"))
+            if self.listening("on_user_mute_started"):
+                out.append(Raise("on_user_mute_started"))
             out.append(Broadcast(UserMuteStartedFrame()))
         else:
-            out.append(Raise("on_user_mute_stopped"))
+            if self.listening("on_user_mute_stopped"):
+                out.append(Raise("on_user_mute_stopped"))
             out.append(Broadcast(UserMuteStoppedFrame()))
         w.mute_announced = True
 
@@ -442,11 +451,13 @@ class UserCore:
                 self._turn_started(w, e, now, out)  # type: ignore[arg-type]
             elif et is InferenceTriggered:
                 self._commit(w, now, out)
-                out.append(Raise("on_user_turn_inference_triggered", e.strategy))  # type: ignore[union-attr]
+                if self.listening("on_user_turn_inference_triggered"):
+                    out.append(Raise("on_user_turn_inference_triggered", e.strategy))  # type: ignore[union-attr]
             elif et is TurnStopped:
                 self._turn_stopped(w, e, now, out)  # type: ignore[arg-type]
             elif et is StopTimedOut:
-                out.append(Raise("on_user_turn_stop_timeout"))
+                if self.listening("on_user_turn_stop_timeout"):
+                    out.append(Raise("on_user_turn_stop_timeout"))
             elif et is AggregationReset:
                 w.parts = ()
             elif et is StrategyPush:
@@ -471,7 +482,8 @@ class UserCore:
         self._idle(w, _STARTED, out)
         if e.interruptions:
             out.append(Broadcast(InterruptionFrame()))
-        out.append(Raise("on_user_turn_started", e.strategy))
+        if self.listening("on_user_turn_started"):
+            out.append(Raise("on_user_turn_started", e.strategy))
 
     def _commit(self, w: _Work, now: float, out: list[ShellEffect]) -> None:
         """Write what was gathered as one user message and ask the model to answer."""
@@ -489,7 +501,8 @@ class UserCore:
         uid = w.user_id
         out.append(_add_user(text))
         out.append(EmitContext(DOWN))
-        out.append(Raise("on_user_turn_message_added", Lazy(lambda: UserTurnMessageAdded(text, iso8601(started), uid))))
+        if self.listening("on_user_turn_message_added"):
+            out.append(Raise("on_user_turn_message_added", Lazy(lambda: UserTurnMessageAdded(text, iso8601(started), uid))))
         w.whole = f"{w.whole} {text}".strip() if w.whole else text
 
     def _turn_stopped(self, w: _Work, e: TurnStopped, now: float, out: list[ShellEffect]) -> None:
@@ -497,7 +510,8 @@ class UserCore:
             out.append(Broadcast(_STOPPED))
         self._idle(w, _STOPPED, out)
         self._commit(w, now, out)
-        out.append(Raise("on_user_turn_stopped", _stopped(e.strategy, w, now)))
+        if self.listening("on_user_turn_stopped"):
+            out.append(Raise("on_user_turn_stopped", _stopped(e.strategy, w, now)))
         if w.whole:
             w.recoveries = 0
             w.answered_at = now
@@ -532,7 +546,8 @@ class UserCore:
             return
         self._commit(w, now, out)
         if w.turn.open or w.whole:
-            out.append(Raise("on_user_turn_stopped", _stopped(None, w, now)))
+            if self.listening("on_user_turn_stopped"):
+                out.append(Raise("on_user_turn_stopped", _stopped(None, w, now)))
         out.append(StopTimers())
         w.whole = ""
         w.started_at = None

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from reactivex import abc
 
-from ..errors import ConfigurationError, RxVoiceError
+from ..errors import ConfigurationError, InvalidAudioError, RxVoiceError
 from ..events import EventRegistry
 from ..frames import (
     CancelFrame,
@@ -220,6 +220,10 @@ class _VADSession:
         rate = self.analyzer.sample_rate
         if frame.num_channels == 1 and frame.sample_rate == rate:
             return frame.audio
+        if len(frame.audio) % (2 * frame.num_channels):
+            raise InvalidAudioError(
+                f"audio holds {len(frame.audio)} bytes, not whole 16-bit {frame.num_channels}-channel samples"
+            )
         samples = to_float32_mono(np.frombuffer(frame.audio, dtype="<i2"), num_channels=frame.num_channels)
         if frame.sample_rate == rate:
             return samples

@@ -182,11 +182,12 @@ def test_silero_on_the_recording_at_48k_8k_and_stereo(booking: np.ndarray) -> No
         assert all(abs(a - b) <= 40 for (a, _), (b, _) in zip(results[name], reference, strict=True)), name
 
 
-def test_unusable_audio_is_reported_and_skipped() -> None:
+@pytest.mark.parametrize(("rate", "channels"), [(16000, 1), (48000, 2)])
+def test_unusable_audio_is_reported_and_skipped(rate: int, channels: int) -> None:
     """A corrupted chunk: InvalidAudioError on_error and as an ErrorFrame upstream; it passes on, the VAD goes on."""
-    bad = chunk(True)
+    bad = chunk(True, rate, channels)
     object.__setattr__(bad, "audio", b"\x01\x02\x03")  # a transport bug: odd byte count
-    timeline = audio_timeline(SPEECH)
+    timeline = audio_timeline(SPEECH, rate=rate, channels=channels)
     timeline.insert(30, (timeline[30][0], bad))
     vad = VADProcessor(LoudVAD())
     errors: list[BaseException] = []
@@ -196,7 +197,8 @@ def test_unusable_audio_is_reported_and_skipped() -> None:
     [(_, error_frame)] = rec.of_type(F.ErrorFrame, "up")
     assert isinstance(error_frame.error, InvalidAudioError)  # type: ignore[attr-defined]
     assert bad in rec.down_frames()
-    assert [t for t, _ in vad_frames(rec)] == [600, 1700]
+    times = [t for t, _ in vad_frames(rec)]
+    assert len(times) == 2 and 600 <= times[0] <= 620 and 1700 <= times[1] <= 1740
 
 
 def test_a_factory_gives_each_session_its_own_analyzer() -> None:
