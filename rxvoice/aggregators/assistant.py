@@ -13,6 +13,7 @@ from ..context import LLMContext
 from ..events import EventRegistry
 from ..frames import (
     AggregatedTextFrame,
+    CancelFrame,
     EndFrame,
     Frame,
     LLMTextFrame,
@@ -109,6 +110,9 @@ class _AssistantSession(ShellSession):
 
     def __init__(self, aggregator: AssistantAggregator, port: Port) -> None:
         super().__init__(aggregator, port, aggregator.context, aggregator.events)
+        self.handlers.update({
+            ClearText: self._clear_text, HoldText: self._hold_text, AfterWrite: self._after, Skip: self._skip,
+        })
         self.aggregator = aggregator
         self.core = aggregator.core
         self.state = self.core.initial()
@@ -135,6 +139,15 @@ class _AssistantSession(ShellSession):
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
         t = type(frame)
+        if t is LLMTextFrame:  # most frames are tokens: their path is inlined
+            text = frame.text  # type: ignore[attr-defined]
+            if text and frame.append_to_context:  # type: ignore[attr-defined]
+                self.parts.append((text, frame.includes_inter_frame_spaces))  # type: ignore[attr-defined]
+            if direction is DOWN:
+                self._link.emit_down(frame)
+            else:
+                self._link.emit_up(frame)
+            return
         handler = self._dispatch.get(t)
         if handler is not None:
             handler(frame, direction)
@@ -179,28 +192,23 @@ class _AssistantSession(ShellSession):
         self.now = now = self.clock()
         self.state, effects = self.core.on_frame(self.state, frame, direction, now, held)
         self.execute(effects)
-        if type(frame) is EndFrame or frame.name == "CancelFrame":
+        if type(frame) is EndFrame or type(frame) is CancelFrame:
             self._end()
 
     def execute(self, effects: list[Any]) -> None:
-        plain: list[Any] = []
-        for e in effects:
-            t = type(e)
-            if t is ClearText:
-                self.run(plain)
-                plain = []
-                self.parts = []
-            elif t is HoldText:
-                self.parts.append((e.part.text, e.part.includes_inter_part_spaces))
-            elif t is AfterWrite:
-                self.run(plain)
-                plain = []
-                self._after_write(e.fn)
-            elif t is Skip:
-                log.warning("%s: %s; skipped", self.processor.name, e.reason)
-            else:
-                plain.append(e)
-        self.run(plain)
+        self.run(effects)
+
+    def _clear_text(self, _e: ClearText) -> None:
+        self.parts = []
+
+    def _hold_text(self, e: HoldText) -> None:
+        self.parts.append((e.part.text, e.part.includes_inter_part_spaces))
+
+    def _after(self, e: AfterWrite) -> None:
+        self._after_write(e.fn)
+
+    def _skip(self, e: Skip) -> None:
+        log.warning("%s: %s; skipped", self.processor.name, e.reason)
 
     # -- callbacks after a tool result is written ----------------------------------------
 

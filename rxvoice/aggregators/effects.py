@@ -153,42 +153,61 @@ class ShellSession:
         self.closed = False
         self._futures: set[concurrent.futures.Future[Any]] = set()
         events.set_clock(port.time)
+        self.handlers: dict[type, Callable[[Any], bool | None]] = self._default_handlers()
 
-    def run(self, effects: Sequence[Effect]) -> None:
-        push = self._push
+    def run(self, effects: Sequence[Any]) -> None:
+        """Carry out effects in order; a write the context refuses cancels the rest of the step."""
+        handlers = self.handlers
         for e in effects:
-            if isinstance(e, Emit):
-                push(e.frame, e.direction)
-            elif isinstance(e, Raise):
-                self.events.emit(e.name, e.payload)
-            elif isinstance(e, EmitContext):
-                push(LLMContextFrame(self.context), e.direction)
-            elif isinstance(e, Broadcast):
-                push(e.frame, DOWN)
-                push(e.frame, UP)
-            elif isinstance(e, Write):
-                try:
-                    e.op(self.context)
-                except RxVoiceError as err:
-                    log.warning("%s: %s; the rest of this step is skipped", self.processor.name, err)
-                    self.port.report_error(err)
-                    return
-            elif isinstance(e, Timer):
-                self._timer(e.owner, e.key, e.delay)
-            elif isinstance(e, StopTimers):
-                self.stop_timers()
-            elif isinstance(e, Call):
-                self._call(e)
-            elif isinstance(e, Callback):
-                try:
-                    result = e.fn(self.processor)
-                except Exception:
-                    log.exception("%s: a callback raised; contained", self.processor.name)
-                else:
-                    if hasattr(result, "__await__"):
-                        self._await(result)
-            elif isinstance(e, Requeue):
-                self.port.requeue(e.frame, e.direction)
+            if handlers[type(e)](e) is False:
+                return
+
+    def _default_handlers(self) -> dict[type, Callable[[Any], bool | None]]:
+        return {
+            Emit: self._emit, Raise: self._raise, EmitContext: self._emit_context, Broadcast: self._broadcast,
+            Write: self._write, Timer: self._set_timer, StopTimers: self._stop_timers, Call: self._call,
+            Callback: self._callback, Requeue: self._requeue,
+        }
+
+    def _emit(self, e: Emit) -> None:
+        self._push(e.frame, e.direction)
+
+    def _raise(self, e: Raise) -> None:
+        self.events.emit(e.name, e.payload)
+
+    def _emit_context(self, e: EmitContext) -> None:
+        self._push(LLMContextFrame(self.context), e.direction)
+
+    def _broadcast(self, e: Broadcast) -> None:
+        self._push(e.frame, DOWN)
+        self._push(e.frame, UP)
+
+    def _write(self, e: Write) -> bool:
+        try:
+            e.op(self.context)
+        except RxVoiceError as err:
+            log.warning("%s: %s; the rest of this step is skipped", self.processor.name, err)
+            self.port.report_error(err)
+            return False
+        return True
+
+    def _set_timer(self, e: Timer) -> None:
+        self._timer(e.owner, e.key, e.delay)
+
+    def _stop_timers(self, _e: StopTimers) -> None:
+        self.stop_timers()
+
+    def _callback(self, e: Callback) -> None:
+        try:
+            result = e.fn(self.processor)
+        except Exception:
+            log.exception("%s: a callback raised; contained", self.processor.name)
+            return
+        if hasattr(result, "__await__"):
+            self._await(result)
+
+    def _requeue(self, e: Requeue) -> None:
+        self.port.requeue(e.frame, e.direction)
 
     def _await(self, awaitable: Any) -> None:
         import asyncio

@@ -115,6 +115,7 @@ class _UserSession(ShellSession):
 
     def __init__(self, aggregator: UserAggregator, port: Port) -> None:
         super().__init__(aggregator, port, aggregator.context, aggregator.events)
+        self.handlers.update({AnalyzeAudio: self._analyze_audio, UseController: self._use_controller})
         self.aggregator = aggregator
         self.core = aggregator.core
         self.state = self.core.initial()
@@ -136,17 +137,14 @@ class _UserSession(ShellSession):
         self.execute(effects)
 
     def execute(self, effects: list[ShellEffect]) -> None:
-        for i, e in enumerate(effects):
-            t = type(e)
-            if t is AnalyzeAudio or t is UseController:
-                self.run(effects[:i])  # type: ignore[arg-type]
-                if isinstance(e, UseController):
-                    self._use(e.controller)
-                elif isinstance(e, AnalyzeAudio) and self.vad is not None:
-                    self.vad.analyze(e.frame)
-                self.execute(effects[i + 1:])
-                return
-        self.run(effects)  # type: ignore[arg-type]
+        self.run(effects)
+
+    def _analyze_audio(self, e: AnalyzeAudio) -> None:
+        if self.vad is not None:
+            self.vad.analyze(e.frame)
+
+    def _use_controller(self, e: UseController) -> None:
+        self._use(e.controller)
 
     def _use(self, controller: TurnController) -> None:
         """Run a recommended controller: the old strategies' timers and resources go, the new ones' come."""
