@@ -111,7 +111,7 @@ class _AssistantSession(ShellSession):
     def __init__(self, aggregator: AssistantAggregator, port: Port) -> None:
         super().__init__(aggregator, port, aggregator.context, aggregator.events)
         self.handlers.update({
-            ClearText: self._clear_text, HoldText: self._hold_text, AfterWrite: self._after, Skip: self._skip,
+            ClearText: self._clear_text, HoldText: self._hold_text, AfterWrite: self._on_after_write, Skip: self._skip,
         })
         self.aggregator = aggregator
         self.core = aggregator.core
@@ -204,7 +204,7 @@ class _AssistantSession(ShellSession):
     def _hold_text(self, e: HoldText) -> None:
         self.parts.append((e.part.text, e.part.includes_inter_part_spaces))
 
-    def _after(self, e: AfterWrite) -> None:
+    def _on_after_write(self, e: AfterWrite) -> None:
         self._after_write(e.fn)
 
     def _skip(self, e: Skip) -> None:

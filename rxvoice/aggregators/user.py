@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from reactivex import abc
@@ -115,7 +115,10 @@ class _UserSession(ShellSession):
 
     def __init__(self, aggregator: UserAggregator, port: Port) -> None:
         super().__init__(aggregator, port, aggregator.context, aggregator.events)
-        self.handlers.update({AnalyzeAudio: self._analyze_audio, UseController: self._use_controller})
+        extra: dict[type, Callable[[Any], bool | None]] = {
+            AnalyzeAudio: self._analyze_audio, UseController: self._use_controller,
+        }
+        self.handlers.update(extra)
         self.aggregator = aggregator
         self.core = aggregator.core
         self.state = self.core.initial()

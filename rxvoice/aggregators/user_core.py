@@ -502,7 +502,8 @@ class UserCore:
         out.append(_add_user(text))
         out.append(EmitContext(DOWN))
         if self.listening("on_user_turn_message_added"):
-            out.append(Raise("on_user_turn_message_added", Lazy(lambda: UserTurnMessageAdded(text, iso8601(started), uid))))
+            report = Lazy(lambda: UserTurnMessageAdded(text, iso8601(started), uid))
+            out.append(Raise("on_user_turn_message_added", report))
         w.whole = f"{w.whole} {text}".strip() if w.whole else text
 
     def _turn_stopped(self, w: _Work, e: TurnStopped, now: float, out: list[ShellEffect]) -> None:
@@ -545,9 +546,8 @@ class UserCore:
         if w.ended:
             return
         self._commit(w, now, out)
-        if w.turn.open or w.whole:
-            if self.listening("on_user_turn_stopped"):
-                out.append(Raise("on_user_turn_stopped", _stopped(None, w, now)))
+        if (w.turn.open or w.whole) and self.listening("on_user_turn_stopped"):
+            out.append(Raise("on_user_turn_stopped", _stopped(None, w, now)))
         out.append(StopTimers())
         w.whole = ""
         w.started_at = None

@@ -16,7 +16,7 @@ import functools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import reactivex
 from reactivex import Observable, abc
@@ -102,7 +102,7 @@ def as_stage(item: Stage | Operator) -> Stage:
     raise TypeError(f"pipeline() takes stages or operators, got {item!r}")
 
 
-class _GatedEntry(abc.ObserverBase[Frame]):
+class _GatedEntry:
     """Where a pipeline's inputs enter: through the session's gate, into the first stage."""
 
     __slots__ = ("_feed", "_run", "on_next")
@@ -189,8 +189,9 @@ class _Connection:
         # Only now let the inputs in, each through the session's gate.
         run = session.run
 
-        def gated(feed: Feed) -> _GatedEntry:
-            return _GatedEntry(run, feed)
+        def gated(feed: Feed) -> abc.ObserverBase[Frame]:
+            # Duck-typed observer (reactivex accepts any object with on_next/on_error/on_completed).
+            return cast(abc.ObserverBase[Frame], _GatedEntry(run, feed))
 
         d.add(self._up_in.subscribe(gated(up_entry), scheduler=session))
         d.add(self._down_in.subscribe(gated(down_entry), scheduler=session))

@@ -421,11 +421,11 @@ class _TurnSession(ShellSession):
     def execute(self, effects: list[ProcessorEffect]) -> None:
         for i, e in enumerate(effects):
             if isinstance(e, UseController):
-                self.run(effects[:i])  # type: ignore[arg-type]
+                self.run(effects[:i])
                 self._use(e.controller)
                 self.execute(effects[i + 1:])
                 return
-        self.run(effects)  # type: ignore[arg-type]
+        self.run(effects)
 
     def _use(self, controller: TurnController) -> None:
         for owner, key in list(self._timers):

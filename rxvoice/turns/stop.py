@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
+import numpy as np
+
 from ..errors import ConfigurationError
 from ..frames import (
     Frame,
@@ -67,6 +69,12 @@ log = logging.getLogger("rxvoice.turns.stop")
 
 TRANSCRIPT_GRACE = 1.0
 """Seconds after the end of speech to wait for its transcript when the STT published no latency."""
+
+
+def _downmix(pcm: bytes, channels: int) -> bytes:
+    """Interleaved 16-bit PCM of ``channels`` channels as mono (the channels averaged)."""
+    samples = np.frombuffer(pcm, dtype="<i2").reshape(-1, channels).astype(np.int32)
+    return bytes(samples.mean(axis=1).round().astype("<i2").tobytes())
 
 
 def _words(frame: Frame) -> bool:
@@ -346,7 +354,10 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
         if t is InputAudioRawFrame:
             audio: bytes = frame.audio  # type: ignore[attr-defined]
             rate: int = frame.sample_rate  # type: ignore[attr-defined]
+            channels: int = frame.num_channels  # type: ignore[attr-defined]
             speech = s.speaking
+            if channels > 1:
+                return s, (Touch(lambda r: r.append(_downmix(audio, channels), rate, speech), "silence"),)
             return s, (Touch(lambda r: r.append(audio, rate, speech), "silence"),)
         if t is VADUserStartedSpeakingFrame:
             secs = float(getattr(frame, "start_secs", 0.0))
@@ -453,28 +464,35 @@ class ExternalState(NamedTuple):
     has_text: bool = False
     interim_pending: bool = False
     turn_open: bool = False
+    segment_text: bool = False
+    stop_seen: bool = False
+    stt_timeout: float = 0.0
+    stt_known: bool = False
 
 
 @dataclass(frozen=True)
 class ExternalStop(StopStrategy[ExternalState]):
     """Turn ends decided elsewhere: a proposed stop, or a user-stopped frame already announced.
 
-    The turn ends when the user stopped and a final transcript is in (no
-    interim outstanding); a stop that came before its transcript ends the turn
-    ``timeout`` seconds after the last final transcript. A stop announced
-    elsewhere (a :class:`UserTurnProcessor` already sent the user-stopped
-    frame, having waited for the words itself) that still has no words after
-    ``timeout`` ends the turn empty, rather than leaving it to the watchdog
-    (which would announce a second stop).
+    The turn ends when the user has stopped and the words of what they just
+    said are in: a final transcript that came after the latest start of
+    speech, with no interim guess outstanding. A stop that comes before those
+    words waits for them (and ends the turn the moment they arrive), for at
+    most the STT's published p99 latency (``STTMetadataFrame``), or
+    ``timeout`` when it published none; then the turn ends with what it has.
+    A stop announced elsewhere that still has no words then ends the turn
+    empty, rather than leaving it to the watchdog (which would announce a
+    second stop).
     """
 
-    timeout: float = 0.5
+    timeout: float = TRANSCRIPT_GRACE
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
     resolves_proposals: ClassVar[bool] = True
     handles: ClassVar[frozenset[type[Frame]]] = frozenset({
         ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
-        UserStoppedSpeakingFrame, TranscriptionFrame, InterimTranscriptionFrame,
+        UserStoppedSpeakingFrame, TranscriptionFrame, InterimTranscriptionFrame, VADUserStartedSpeakingFrame,
+        STTMetadataFrame,
     })
 
     def __post_init__(self) -> None:
@@ -483,44 +501,57 @@ class ExternalStop(StopStrategy[ExternalState]):
     def initial(self) -> ExternalState:
         return ExternalState()
 
+    def _grace(self, s: ExternalState) -> float:
+        return s.stt_timeout if s.stt_known else self.timeout
+
     def _check(self, s: ExternalState, waited: bool = False) -> tuple[ExternalState, Effects]:
-        if not s.turn_open or s.speaking:
+        if not s.turn_open or s.speaking or not s.stop_seen:
             return s, NOTHING
-        words_missing = self.wait_for_transcript and (not s.has_text or s.interim_pending)
-        if words_missing and not (waited and s.announced_elsewhere):
+        if self.wait_for_transcript and not waited and (not s.segment_text or s.interim_pending):
             return s, NOTHING
-        return s, (Disarm("tick"), *stopped(False if s.announced_elsewhere else None))
+        if self.wait_for_transcript and not s.has_text and not s.announced_elsewhere:
+            return s, NOTHING  # a proposal with no words at all: the watchdog decides
+        return s, (Disarm("grace"), *stopped(False if s.announced_elsewhere else None))
 
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         t = type(frame)
-        speaking, announced, has_text, interim, turn_open = state
+        _, _, has_text, interim, turn_open, segment, _, stt, known = state
         if t is InterimTranscriptionFrame:
-            return ExternalState(speaking, announced, has_text, True, turn_open), NOTHING
+            if interim:
+                return state, NOTHING
+            return state._replace(interim_pending=True), NOTHING
         if t is TranscriptionFrame:
             if not _words(frame):
                 return state, NOTHING
-            return ExternalState(speaking, announced, True, False, turn_open), (Arm("tick", self.timeout),)
-        if t is ProposedUserStartedSpeakingFrame:
-            return ExternalState(True, False, has_text, interim, turn_open), NOTHING
-        if t is UserStartedSpeakingFrame:
-            return ExternalState(True, True, has_text, interim, turn_open), NOTHING
-        if t is ProposedUserStoppedSpeakingFrame:
-            return self._check(ExternalState(False, False, has_text, interim, turn_open))
-        if t is UserStoppedSpeakingFrame:
-            s, effects = self._check(ExternalState(False, True, has_text, interim, turn_open))
+            return self._check(state._replace(has_text=True, interim_pending=False, segment_text=True))
+        if t is VADUserStartedSpeakingFrame:
+            return state._replace(segment_text=False), NOTHING
+        if t is ProposedUserStartedSpeakingFrame or t is UserStartedSpeakingFrame:
+            elsewhere = t is UserStartedSpeakingFrame
+            return ExternalState(True, elsewhere, has_text, interim, turn_open, False, False, stt, known), NOTHING
+        if t is ProposedUserStoppedSpeakingFrame or t is UserStoppedSpeakingFrame:
+            elsewhere = t is UserStoppedSpeakingFrame
+            s, effects = self._check(
+                ExternalState(False, elsewhere, has_text, interim, turn_open, segment, True, stt, known)
+            )
             if not effects and turn_open:
-                effects = (Arm("tick", self.timeout),)
+                effects = (Arm("grace", self._grace(s)),)
             return s, effects
+        if t is STTMetadataFrame:
+            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
+            return state._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
         return state, NOTHING
 
     def on_timer(self, state: ExternalState, key: str, now: float) -> tuple[ExternalState, Effects]:
         return self._check(state, waited=True)
 
     def on_turn_started(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
-        return ExternalState(turn_open=True), (Disarm("tick"),)
+        return ExternalState(turn_open=True, stt_timeout=state.stt_timeout, stt_known=state.stt_known), (
+            Disarm("grace"),
+        )
 
     def on_turn_stopped(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
-        return ExternalState(), (Disarm("tick"),)
+        return ExternalState(stt_timeout=state.stt_timeout, stt_known=state.stt_known), (Disarm("grace"),)
 
 
 @dataclass(frozen=True)

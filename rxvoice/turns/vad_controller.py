@@ -82,7 +82,7 @@ def vad_step(
                 VADUserStartedSpeakingFrame(settings.start_secs, now), UserSpeakingFrame()
             )
             return VADControllerState(True, now), VADDecision(frames, arm_idle=watch)
-        if now - state.last_activity >= settings.speech_activity_period:
+        if now - state.last_activity >= settings.speech_activity_period - 1e-9:
             return VADControllerState(True, now), VADDecision((UserSpeakingFrame(),), arm_idle=watch)
         return state, VADDecision(arm_idle=watch)
     if name == "QUIET" and state.speaking:

@@ -34,4 +34,13 @@ def test_detector_with_a_streaming_stt_waits_for_the_final_words() -> None:
     call, _ = detector_call(0.3, interims=True)
     assert call.questions == TURNS
     for answer, end in zip(call.answers, call.transcript.turn_ends, strict=True):
-        assert answer >= end + 0.3
+        assert answer >= end + 0.3 - 1e-6
+
+
+def test_detector_answers_hold_every_word_whenever_the_transcript_arrives() -> None:
+    """Finals 0.3 s or 0.8 s after speech (after the detector's stop): each answer waits for the turn's last words."""
+    for delay in (0.3, 0.8):
+        call, _ = detector_call(delay)
+        assert call.questions == TURNS, delay
+        for answer, end in zip(call.answers, call.transcript.turn_ends, strict=True):
+            assert answer >= end + delay - 1e-6

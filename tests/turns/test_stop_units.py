@@ -313,22 +313,40 @@ def test_external_stop_with_words_in_hand_fires_at_once() -> None:
     assert b.stops() == [0.4]
 
 
-def test_external_stop_before_its_transcript_waits_timeout_after_it() -> None:
-    """A stop that came before the transcript ends the turn ``timeout`` after the last final transcript."""
+def test_external_stop_before_its_transcript_ends_the_turn_when_it_arrives() -> None:
+    """A stop that came before its transcript waits for it and ends the turn the moment it arrives."""
     b = StrategyBench(ExternalStop(timeout=0.5))
     b.turn_started()
     b.at(0.0, F.ProposedUserStartedSpeakingFrame()).at(0.4, F.ProposedUserStoppedSpeakingFrame()).at(0.6, T("hi"))
     b.at(3.0)
-    assert b.stops() == [1.1]
+    assert b.stops() == [0.6]
 
 
-def test_external_stop_a_trailing_interim_blocks_a_proposed_stop() -> None:
-    """An interim after the last final means more is coming: a proposed stop waits (the watchdog bounds it)."""
+def test_external_stop_waits_for_the_latest_segment_words() -> None:
+    """Words from before the latest start of speech do not count: the stop waits for the new ones."""
+    b = StrategyBench(ExternalStop(timeout=1.0))
+    b.turn_started()
+    b.at(0.0, F.UserStartedSpeakingFrame()).at(0.2, T("book a flight to")).at(0.5, F.VADUserStartedSpeakingFrame())
+    b.at(1.0, F.UserStoppedSpeakingFrame()).at(1.4, T("Boston")).at(3.0)
+    assert b.stops() == [1.4]
+
+
+def test_external_stop_waits_for_words_at_most_the_stt_latency() -> None:
+    """With no new words, the stop ends the turn after the STT's published p99 latency."""
+    b = StrategyBench(ExternalStop(timeout=1.0))
+    b.turn_started()
+    b.at(0.0, F.STTMetadataFrame(ttfs_p99_latency=0.3)).at(0.1, F.UserStartedSpeakingFrame())
+    b.at(0.2, T("hello")).at(0.3, F.VADUserStartedSpeakingFrame()).at(0.5, F.UserStoppedSpeakingFrame()).at(3.0)
+    assert b.stops() == [0.8]
+
+
+def test_external_stop_a_trailing_interim_is_waited_for_boundedly() -> None:
+    """An interim after the last final means more is coming: the stop waits for it, at most the grace."""
     b = StrategyBench(ExternalStop(timeout=0.1))
     b.turn_started()
     b.at(0.0, F.ProposedUserStartedSpeakingFrame()).at(0.05, T("hi")).at(0.1, F.InterimTranscriptionFrame("the"))
     b.at(0.2, F.ProposedUserStoppedSpeakingFrame()).at(3.0)
-    assert b.fired == []
+    assert b.stops() == [0.3]
 
 
 def test_external_stop_adopts_an_announced_stop_without_announcing_again() -> None:
@@ -368,3 +386,13 @@ def test_deferred_needs_a_strategy() -> None:
     """Deferred around something that is not a strategy is refused at construction."""
     with pytest.raises(ConfigurationError, match="Deferred"):
         Deferred("SpeechTimeoutStop")  # type: ignore[arg-type]
+
+
+def test_stereo_audio_is_downmixed_for_the_analyzer() -> None:
+    """Two-channel audio reaches an end-of-turn stream as mono (the channels averaged)."""
+    from rxvoice.turns.stop import _downmix
+
+    stereo = bytes(bytearray((100).to_bytes(2, "little", signed=True) + (-50).to_bytes(2, "little", signed=True)) * 3)
+    mono = _downmix(stereo, 2)
+    assert len(mono) == 6
+    assert int.from_bytes(mono[:2], "little", signed=True) == 25
