@@ -90,6 +90,7 @@ def loopback_responder(token_delay: float) -> Any:
     return respond
 
 
+# --8<-- [start:talk]
 async def talk(
     llm: OpenAILLM, lines: Sequence[str], *, speech_timeout: float = 0.3, echo: bool = True
 ) -> LLMContext:
@@ -125,6 +126,7 @@ async def talk(
         pass
     await llm.aclose()
     return context
+# --8<-- [end:talk]
 
 
 async def main(

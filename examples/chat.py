@@ -6,7 +6,8 @@ aggregator writes the answer, and the shared context is printed as it grows.
 With no terminal attached (or ``--auto``), a short scripted conversation
 plays by itself, so ``python examples/chat.py`` always shows something.
 
-Run: ``python examples/chat.py`` (``--auto`` to play the built-in lines).
+Run: ``python examples/chat.py`` (``--auto`` to play the built-in lines;
+``--pause S`` sets the seconds between them once the bot has answered).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from rxvoice import LLMContext, pipeline
 from rxvoice.aggregators import Pair, UserTurnStopped
@@ -50,13 +51,15 @@ def answer(snapshot: ContextSnapshot) -> Reply:
     return Reply("I see. Tell me more.")
 
 
-async def typed_lines(auto: bool) -> AsyncIterator[Frame]:
-    """The user's lines as final transcriptions (stdin, or the built-in script)."""
+async def typed_lines(auto: bool, answered: asyncio.Event, pause: float) -> AsyncIterator[Frame]:
+    """The user's lines as final transcriptions (stdin, or the built-in script, each once the bot has answered)."""
     if auto:
         for line in AUTO_LINES:
             print(f"\nyou> {line}")
+            answered.clear()
             yield TranscriptionFrame(line, user_id="you", finalized=True)
-            await asyncio.sleep(1.0)
+            await answered.wait()
+            await asyncio.sleep(pause)
     else:
         loop = asyncio.get_running_loop()
         while True:
@@ -68,11 +71,21 @@ async def typed_lines(auto: bool) -> AsyncIterator[Frame]:
     yield EndFrame()
 
 
-async def main(auto: bool) -> None:
+async def main(auto: bool, pause: float = 1.0) -> LLMContext:
+    """Hold the conversation; returns it."""
     context = LLMContext(messages=[{"role": "system", "content": "You are a friendly restaurant assistant."}])
     context.set_tools([{"type": "function", "function": {"name": "get_weather", "description": "Forecast"}}])
     pair = Pair(context, turns=TurnsConfig(stop=[SpeechTimeoutStop(user_speech_timeout=0.3)]))
-    llm = ScriptedLLM(answer, token_delay=0.03)
+    calling_tools = False
+    answered = asyncio.Event()
+
+    def model(snapshot: ContextSnapshot) -> Reply:
+        nonlocal calling_tools
+        reply = answer(snapshot)
+        calling_tools = bool(reply.tool_calls)  # the bot is done only after the reply that calls nothing
+        return reply
+
+    llm = ScriptedLLM(model, token_delay=0.03)
 
     @pair.user().events.on("on_user_turn_stopped")
     def turn_over(_agg: object, turn: UserTurnStopped) -> None:
@@ -81,6 +94,8 @@ async def main(auto: bool) -> None:
     @pair.assistant().events.on("on_assistant_turn_stopped")
     def bot_said(_agg: object, turn: object) -> None:
         print(f"bot> {turn.content}")  # type: ignore[attr-defined]
+        if not calling_tools:
+            answered.set()
 
     seen = 0
 
@@ -96,13 +111,20 @@ async def main(auto: bool) -> None:
             seen += 1
 
     context.subscribe(show)
-    async for _ in arun(pipeline(pair.user(), llm, pair.assistant()), typed_lines(auto)):
+    async for _ in arun(pipeline(pair.user(), llm, pair.assistant()), typed_lines(auto, answered, pause)):
         pass
     print(f"\n{len(context.messages)} messages in the conversation.")
+    return context
+
+
+def cli(argv: Sequence[str] | None = None) -> LLMContext:
+    """Parse the command line and hold the conversation."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--auto", action="store_true", help="play the built-in conversation")
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds between built-in lines (default 1)")
+    args = parser.parse_args(argv)
+    return asyncio.run(main(args.auto or not sys.stdin.isatty(), args.pause))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--auto", action="store_true", help="play the built-in conversation")
-    args = parser.parse_args()
-    asyncio.run(main(args.auto or not sys.stdin.isatty()))
+    cli()

@@ -20,6 +20,7 @@ import reactivex
 from reactivex import abc as rx_abc
 from reactivex.subject import BehaviorSubject
 
+from ._subjects import ContainedBehaviorSubject
 from .errors import InvalidMessageError, InvalidToolCallError
 
 __all__ = [
@@ -482,7 +483,7 @@ class LLMContext:
         snapshot = ContextSnapshot(
             _frozen_messages(messages or ()), normalize_tools(tools), _check_tool_choice(tool_choice)
         )
-        self._subject: BehaviorSubject[ContextSnapshot] = BehaviorSubject(snapshot)
+        self._subject: BehaviorSubject[ContextSnapshot] = ContainedBehaviorSubject(snapshot, "an LLMContext")
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:

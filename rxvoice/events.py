@@ -26,6 +26,7 @@ from reactivex import operators as ops
 from reactivex.disposable import Disposable
 from reactivex.subject import Subject
 
+from ._subjects import ContainedSubject
 from .errors import ConfigurationError
 
 __all__ = ["NO_PAYLOAD", "Event", "EventRegistry", "Handler", "Lazy"]
@@ -97,7 +98,7 @@ class EventRegistry:
     def __init__(self, source: Any, names: Iterable[str] = ()) -> None:
         self._source = source
         self._handlers: dict[str, list[_Entry]] = {}
-        self._subject: Subject[Event] = Subject()
+        self._subject: Subject[Event] = ContainedSubject("an event registry")
         self._clock: Callable[[], float] = lambda: 0.0
         self._async_tail: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
         self._lock = threading.Lock()

@@ -119,7 +119,7 @@ class _AssistantSession(ShellSession):
         self.parts: list[tuple[str, bool]] = []
         self.thought: list[tuple[str, bool]] = []
         self._tasks: set[asyncio.Future[Any]] = set()
-        self._after: list[abc.DisposableBase] = []
+        self._after: set[abc.DisposableBase] = set()
         self.summary: SummarizerSession = aggregator.summarizer().open(self)
         self._summary_types = aggregator.summarizer().handled_types
         handled = self.core.handled_types
@@ -213,7 +213,11 @@ class _AssistantSession(ShellSession):
     # -- callbacks after a tool result is written ----------------------------------------
 
     def _after_write(self, fn: Callable[[], Any]) -> None:
+        handle: list[abc.DisposableBase] = []
+
         def call() -> None:
+            for h in handle:
+                self._after.discard(h)  # fired: forgotten, so a long session does not accumulate them
             if self.closed:
                 return
             try:
@@ -234,7 +238,8 @@ class _AssistantSession(ShellSession):
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
-        self._after.append(self.port.call_later(0.0, call))
+        handle.append(self.port.call_later(0.0, call))
+        self._after.add(handle[0])
 
     def _end(self) -> None:
         for handle in self._after:

@@ -156,10 +156,14 @@ class ShellSession:
         self.handlers: dict[type, Callable[[Any], bool | None]] = self._default_handlers()
 
     def run(self, effects: Sequence[Any]) -> None:
-        """Carry out effects in order; a write the context refuses cancels the rest of the step."""
+        """Carry out effects in order; a write the context refuses cancels the rest of the step.
+
+        A session closed by one of the effects (an event handler or a subscriber disposing
+        the pipeline) carries out nothing more: no event, write or call after disposal.
+        """
         handlers = self.handlers
         for e in effects:
-            if handlers[type(e)](e) is False:
+            if self.closed or handlers[type(e)](e) is False:
                 return
 
     def _default_handlers(self) -> dict[type, Callable[[Any], bool | None]]:
@@ -287,8 +291,11 @@ class ShellSession:
         if not e.offload:
             try:
                 value = e.fn(resource)
-            except Exception as exc:  # handed back so the strategy can decide
-                log.exception("%s: a resource call failed", self.processor.name)
+            except Exception as exc:  # handed back so the strategy can decide (and report it)
+                if e.key is None:
+                    log.exception("%s: a resource call failed", self.processor.name)
+                    return
+                log.debug("%s: a resource call failed", self.processor.name, exc_info=True)
                 value = exc
             if e.key is not None:
                 self.on_result(e.owner, e.key, value)

@@ -178,7 +178,7 @@ class _UserSession(ShellSession):
         self.execute(effects)
 
     def on_input_end(self, direction: Direction) -> None:
-        if direction is DOWN and not self.state.ended:
+        if direction is DOWN:  # after an end frame, writes only what came in since (the core decides)
             self.now = now = self.clock()
             self.state, effects = self.core.end_of_input(self.state, now)
             self.execute(effects)

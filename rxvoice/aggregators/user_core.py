@@ -541,9 +541,11 @@ class UserCore:
 
         An open turn (even an empty one) is reported stopped with no deciding
         strategy, so every started turn stops exactly once; so are words held
-        outside a turn (a late tail), which this write answers.
+        outside a turn (a late tail), which this write answers. Input that
+        arrives after an end (a stream that goes on after an ``EndFrame`` or
+        ``CancelFrame``) is gathered as usual, and the next end writes it.
         """
-        if w.ended:
+        if w.ended and not (w.parts or w.held or w.turn.open):
             return
         self._commit(w, now, out)
         if (w.turn.open or w.whole) and self.listening("on_user_turn_stopped"):

@@ -351,8 +351,8 @@ class VADBatcher:
             self.calls += 1
             try:
                 states = analyze_batch(analyzers, [c for _, c in items])  # type: ignore[arg-type]
-            except RxVoiceError as exc:
-                log.warning("a batched VAD call failed (%s); analyzing one by one", exc)
+            except Exception as exc:  # never into the scheduler: only the bad chunk may be lost
+                log.warning("a batched VAD call failed (%r); analyzing one by one", exc)
                 for session, chunk in items:
                     self._deliver_one(session, chunk)
                 continue
@@ -364,7 +364,7 @@ class VADBatcher:
     def _deliver_one(session: _VADSession, chunk: Any) -> None:
         try:
             state = session.analyzer.analyze_audio(chunk)
-        except RxVoiceError as exc:
+        except Exception as exc:  # reported by the session it belongs to (on_error, ErrorFrame upstream)
             session.port.session.run(lambda e: session.port.inject_call(lambda: session.port.report_error(e)), exc)
             return
         session.port.session.run(_deliver, (session, state))

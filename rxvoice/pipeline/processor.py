@@ -61,7 +61,7 @@ class Port:
     def __init__(self, link: _Link, session: Session) -> None:
         self._link = link
         self.session = session
-        self._timers = CompositeDisposable()
+        self._timers: set[_PortTimer] = set()
         self.closed = False
 
     @property
@@ -111,17 +111,10 @@ class Port:
         """Run ``fn()`` inside the session after ``seconds`` of scheduler time; dispose to cancel."""
         if self.closed:
             return Disposable()
-        handle = self.session.call_later(seconds, lambda: self._fire(fn))
-        self._timers.add(handle)
-        return Disposable(lambda: self._cancel(handle))
-
-    def _fire(self, fn: Callable[[], Any]) -> None:
-        if not self.closed:
-            self._link.run_guarded(fn)
-
-    def _cancel(self, handle: abc.DisposableBase) -> None:
-        handle.dispose()
-        self._timers.remove(handle)
+        timer = _PortTimer(self, fn)
+        self._timers.add(timer)
+        timer.handle = self.session.call_later(seconds, timer.fire)
+        return timer
 
     def time(self) -> float:
         """The session's clock in seconds."""
@@ -135,7 +128,32 @@ class Port:
 
     def close(self) -> None:
         self.closed = True
-        self._timers.dispose()
+        timers = list(self._timers)
+        self._timers.clear()
+        for timer in timers:
+            timer.dispose()
+
+
+class _PortTimer(abc.DisposableBase):
+    """A port's pending timer: forgotten by the port once it fired or was cancelled (no growth over a long run)."""
+
+    __slots__ = ("_fn", "_port", "handle")
+
+    def __init__(self, port: Port, fn: Callable[[], Any]) -> None:
+        self._port = port
+        self._fn = fn
+        self.handle: abc.DisposableBase | None = None
+
+    def fire(self) -> None:
+        port = self._port
+        port._timers.discard(self)
+        if not port.closed:
+            port._link.run_guarded(self._fn)
+
+    def dispose(self) -> None:
+        self._port._timers.discard(self)
+        if self.handle is not None:
+            self.handle.dispose()
 
 
 class _LinkOutput(FrameSource):

@@ -29,6 +29,7 @@ from .wire import Feed, FrameSource, Sink, connect
 __all__ = ["Direction", "Operator", "Pipeline", "Stage", "as_stage", "lift", "pipeline"]
 
 Operator = Callable[[Observable[Frame]], Observable[Frame]]
+"""A plain reactivex operator on frames; :func:`pipeline` lifts it into a stage."""
 
 
 class Direction(enum.Enum):
@@ -44,7 +45,9 @@ class Direction(enum.Enum):
 
 
 DOWN = Direction.DOWNSTREAM
+"""Shorthand for ``Direction.DOWNSTREAM``: from the input (the user) towards the output (the speaker)."""
 UP = Direction.UPSTREAM
+"""Shorthand for ``Direction.UPSTREAM``: back towards the input (bot speaking, tool re-runs, summaries)."""
 
 
 class Stage(ABC):

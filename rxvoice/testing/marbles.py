@@ -27,6 +27,7 @@ from reactivex.disposable import CompositeDisposable
 from reactivex.testing import TestScheduler
 
 from ..context import ContextSnapshot, LLMContext
+from ..errors import ConfigurationError, RxVoiceError
 from ..events import NO_PAYLOAD, Event
 from ..frames import Frame
 from ..pipeline.stage import Operator, Stage, as_stage
@@ -58,7 +59,7 @@ ERROR = _Mark("ERROR")
 """Marks the failure of a recorded stream."""
 
 
-class MarbleError(ValueError):
+class MarbleError(RxVoiceError, ValueError):
     """A marble string that cannot be read (an unknown symbol, an unclosed group)."""
 
 
@@ -174,7 +175,7 @@ class FrameMarbles:
         scheduler: TestScheduler | None = None,
     ) -> None:
         if timespan <= 0:
-            raise ValueError("timespan must be > 0 seconds")
+            raise ConfigurationError("timespan must be > 0 seconds")
         self.legend: dict[str, Any] = dict(legend or {})
         self.timespan = timespan
         self.scheduler = scheduler or TestScheduler()

@@ -75,5 +75,11 @@ class SchedulerOffload:
         def run(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
             _settle(future, job)
 
-        self.scheduler.schedule_relative(max(0.0, float(delay)), run)
+        handle = self.scheduler.schedule_relative(max(0.0, float(delay)), run)
+
+        def forget(f: concurrent.futures.Future[Any]) -> None:
+            if f.cancelled():  # the session ended before the answer: nothing stays scheduled
+                handle.dispose()
+
+        future.add_done_callback(forget)
         return future

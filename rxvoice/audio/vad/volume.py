@@ -410,11 +410,37 @@ class VolumeMeter:
             or any(m._filter is not first._filter for m in meters)
             or any(w.shape[0] != n for w in windows)
         ):
-            volumes = []
-            for meter, samples in zip(meters, windows, strict=True):
-                meter.add(samples)
-                volumes.append(meter.volume())
-            return volumes
+            return VolumeMeter._add_each(meters, windows)
+        groups = _Bank.groups(meters)
+        if len(groups) == 1 and groups[0] == list(range(count)):
+            return VolumeMeter._add_banked(meters, windows, n)
+        # Streams of different phase (sessions that started at different times) come in
+        # changing combinations: each stable group keeps its own bank instead of one bank
+        # being rebuilt (allocated and copied) at every call.
+        volumes = [0.0] * count
+        for rows in groups:
+            part = [meters[i] for i in rows]
+            chunks = [windows[i] for i in rows]
+            got = (VolumeMeter._add_each(part, chunks) if len(rows) < 4
+                   else VolumeMeter._add_banked(part, chunks, n))
+            for i, v in zip(rows, got, strict=True):
+                volumes[i] = v
+        return volumes
+
+    @staticmethod
+    def _add_each(meters: Sequence[VolumeMeter], windows: Sequence[NDArray[np.floating]]) -> list[float]:
+        volumes = []
+        for meter, samples in zip(meters, windows, strict=True):
+            meter.add(samples)
+            volumes.append(meter.volume())
+        return volumes
+
+    @staticmethod
+    def _add_banked(
+        meters: Sequence[VolumeMeter], windows: Sequence[NDArray[np.floating]], n: int
+    ) -> list[float]:
+        count = len(meters)
+        first = meters[0]
         bank = _Bank.for_meters(meters, n)
         data = bank.data
         size = first._window
@@ -513,7 +539,7 @@ class _Bank:
     drift can build up.
     """
 
-    __slots__ = ("data", "end", "energy", "meters", "views", "window")
+    __slots__ = ("data", "end", "energy", "meters", "order", "views", "window")
 
     def __init__(self, meters: Sequence[VolumeMeter], n: int) -> None:
         self.window = meters[0]._window
@@ -521,6 +547,7 @@ class _Bank:
         self.data = np.zeros((len(meters), 2, keep + max(8192, 4 * n)))
         self.end = keep
         self.meters = list(meters)
+        self.order = {id(m): i for i, m in enumerate(self.meters)}
         self.views = []
         for i, meter in enumerate(meters):
             have = min(meter._end, keep)
@@ -544,6 +571,24 @@ class _Bank:
         for meter in self.meters:
             meter._end = keep
         self.energy = self._window_energy()
+
+    @staticmethod
+    def groups(meters: Sequence[VolumeMeter]) -> list[list[int]]:
+        """Indices of ``meters`` by the bank they are in, each group in its bank's row order.
+
+        Meters in no bank form one group (they get a bank together).
+        """
+        by_bank: dict[int, list[int]] = {}
+        for i, meter in enumerate(meters):
+            by_bank.setdefault(id(meter._bank), []).append(i)
+        out = []
+        for rows in by_bank.values():
+            bank = meters[rows[0]]._bank
+            if bank is not None and len(rows) == len(bank.meters):
+                order = bank.order
+                rows.sort(key=lambda i: order.get(id(meters[i]), -1))
+            out.append(rows)
+        return out
 
     @classmethod
     def for_meters(cls, meters: Sequence[VolumeMeter], n: int) -> _Bank:

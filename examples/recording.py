@@ -1,0 +1,124 @@
+"""A recording through the whole turn-taking stack, offline and in virtual time.
+
+A WAV (default: rxvoice's own demo call, ``rxvoice/data/demo.wav``) is played
+as 20 ms microphone frames, each stamped when its last sample has arrived,
+through::
+
+    VADProcessor (Silero) → pair.user() [TurnAnalyzerStop: Smart Turn] → ScriptedLLM → pair.assistant()
+
+with its transcript replayed as the speech-to-text service, 0.3 s after each
+segment ends. Everything runs on a reactivex ``TestScheduler``: the 15 s call
+takes about a second, the same every time. Smart Turn runs the real model,
+its verdicts arriving 50 ms (virtual) after each pause; without the model
+(see ``rxvoice model where``) a 0.6 s speech timeout ends turns instead, and
+the mid-sentence pause cuts the caller off.
+
+Run: ``python examples/recording.py [WAV TRANSCRIPT.json]`` (16 kHz mono 16-bit;
+``rxvoice turns`` converts other formats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import wave
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import reactivex
+
+from rxvoice import LLMContext, pipeline
+from rxvoice import frames as F
+from rxvoice.aggregators import Pair, UserTurnStopped
+from rxvoice.audio.turn import SmartTurnAnalyzer, find_model
+from rxvoice.audio.vad import SMART_TURN_STOP_SECS, SileroVADAnalyzer, VADParams
+from rxvoice.audio.vad_processor import VADProcessor
+from rxvoice.context import ContextSnapshot
+from rxvoice.errors import ModelNotFoundError
+from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, load_transcript, replay_transcript
+from rxvoice.turns import SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
+from rxvoice.turns.strategy import StopStrategy
+
+CHUNK = 320  # 20 ms at 16 kHz
+STT_DELAY = 0.3  # the transcript of a segment arrives this long after it ends
+MODEL_LATENCY = 0.05  # virtual seconds a Smart Turn verdict takes
+
+
+def read_pcm16(path: Path) -> np.ndarray[Any, np.dtype[np.int16]]:
+    """The samples of a 16 kHz mono 16-bit WAV."""
+    with wave.open(str(path)) as w:
+        shape = (w.getframerate(), w.getnchannels(), w.getsampwidth())
+        if shape != (16000, 1, 2):
+            raise SystemExit(f"{path}: {shape[0]} Hz, {shape[1]} ch, {8 * shape[2]}-bit; this example wants 16 kHz "
+                             "mono 16-bit (`rxvoice turns` converts)")
+        return np.frombuffer(w.readframes(w.getnframes()), "<i2").copy()
+
+
+def audio_timeline(samples: np.ndarray[Any, np.dtype[np.int16]], tail: float = 2.0) -> list[tuple[float, F.Frame]]:
+    """A StartFrame, then 20 ms frames (and ``tail`` seconds of silence) stamped when they have fully arrived."""
+    padded = np.concatenate((samples, np.zeros(int(tail * 16000), dtype=np.int16)))
+    out: list[tuple[float, F.Frame]] = [(0.0, F.StartFrame())]
+    for i in range(0, len(padded) - CHUNK + 1, CHUNK):
+        out.append(((i + CHUNK) / 16000, F.InputAudioRawFrame(padded[i:i + CHUNK].tobytes())))
+    return out
+
+
+def stop_strategy() -> tuple[StopStrategy[Any], VADParams, str]:
+    """Smart Turn when its model is found (then a 0.12 s VAD stop), else a 0.6 s speech timeout."""
+    try:
+        model = find_model()
+    except ModelNotFoundError:
+        return SpeechTimeoutStop(), VADParams(), "a 0.6 s speech timeout (Smart Turn model not found)"
+    return TurnAnalyzerStop(SmartTurnAnalyzer(model)), VADParams(stop_secs=SMART_TURN_STOP_SECS), "Smart Turn"
+
+
+def reply(snapshot: ContextSnapshot) -> Reply:
+    """A scripted model that repeats what it understood."""
+    return Reply(f"Got it: {snapshot.messages[-1]['content']}")
+
+
+def main(argv: Sequence[str] | None = None) -> LLMContext:
+    """Play the recording; print each turn as it ends and the conversation; return it."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("wav", nargs="?", type=Path, help="a 16 kHz mono 16-bit WAV (default: the demo call)")
+    parser.add_argument("transcript", nargs="?", type=Path, help="its transcript JSON")
+    args = parser.parse_args(argv)
+    if (args.wav is None) != (args.transcript is None):
+        parser.error("give both a WAV and its transcript, or neither")
+    data = resources.files("rxvoice") / "data"
+    with resources.as_file(data / "demo.wav") as demo_wav, resources.as_file(data / "demo.transcript.json") as demo:
+        samples = read_pcm16(args.wav or Path(demo_wav))
+        transcript = load_transcript(args.transcript or Path(demo))
+
+    stop, vad_params, how = stop_strategy()
+    context = LLMContext(messages=[{"role": "system", "content": "Be brief."}])
+    pair = Pair(context, turns=TurnsConfig(stop=[stop]))
+    bench = FrameMarbles()  # a TestScheduler: virtual time
+    pair.user().offload = SchedulerOffload(bench.scheduler, MODEL_LATENCY)  # the verdicts' latency
+    vad = VADProcessor(lambda: SileroVADAnalyzer(params=vad_params))
+    print(f"{len(samples) / 16000:.1f} s of audio; turns end by {how}")
+
+    @pair.user().events.on("on_user_turn_stopped")
+    def turn_over(_agg: object, turn: UserTurnStopped) -> None:
+        now = bench.scheduler.clock
+        spoken = [s.end for s in transcript.segments if s.end <= now]
+        after = f", {now - spoken[-1]:.2f} s after speech" if spoken else ""
+        decided = turn.strategy.name if turn.strategy is not None else "the end of the recording"
+        print(f"  {now:6.2f} s  user turn over ({decided}{after}): {turn.content!r}")
+
+    frames = reactivex.merge(
+        bench.from_timeline(audio_timeline(samples)), replay_transcript(transcript, delay=STT_DELAY)
+    )
+    stage = pipeline(vad, pair.user(), ScriptedLLM(reply), pair.assistant())
+    bench.run(stage, down=frames, until=len(samples) / 16000 + 2.5)
+
+    print("conversation:")
+    for m in context.messages:
+        print(f"  {m['role']:>9}: {m['content']}")
+    return context
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""``rxvoice turns PATH``: where the turns of a recording (or of every WAV in a folder) end, and why.
+
+A transcript is taken from ``--transcript``, else from ``<name>.transcript.json``
+beside the WAV (``--no-transcript`` ignores it); without one, placeholders
+made from the VAD stand in for the STT (see :mod:`rxvoice.cli.analysis`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import InvalidTranscriptError, RxVoiceError
+from ..testing import Transcript, load_transcript
+from ._common import CLIError, choose_model
+from .analysis import Setup, analyze, check_transcript
+from .progress import Progress
+from .report import FileResult, describe_setup, detail, table, to_json
+from .wav import read_wav
+
+__all__ = ["add_parser", "run"]
+
+DESCRIPTION = """\
+Turn analysis of a WAV recording, or of every WAV in a folder: each turn end
+with its latency after the end of speech and its deciding strategy, through
+the real VAD operator and turn strategies, in virtual time.
+"""
+
+EPILOG = """\
+With a transcript whose segments carry turn_end labels, a turn that ends
+after a segment labeled false (or inside a segment) is a premature cut-off,
+and a segment labeled true with no turn end before the next segment is a
+missed end.
+
+Without a transcript, each stretch of speech the VAD hears (pauses shorter
+than --stt-delay joined) becomes a finalized "<speech N>" transcript
+--stt-delay seconds after it ends, so strategies that wait for words still
+end turns; latencies then count from the VAD stop minus its stop_secs.
+
+Recordings in other shapes are converted (channels averaged, resampled to
+16 kHz) and the conversion is noted. Exit status: 0; 1 if a recording could
+not be analyzed; 2 for a bad command line.
+"""
+
+
+def _seconds(low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is outside {low:g}..{high:g} seconds")
+        return value
+
+    return parse
+
+
+def add_common_options(p: argparse.ArgumentParser) -> None:
+    """The timing options ``turns`` and ``demo`` share."""
+    p.add_argument("--stt-delay", type=_seconds(0.0, 10.0), default=0.3, metavar="S",
+                   help="the STT's final transcript arrives S seconds after the speech ends (default 0.3)")
+    p.add_argument("--model-latency", type=_seconds(0.0, 10.0), default=0.05, metavar="S",
+                   help="virtual seconds a Smart Turn verdict takes (default 0.05)")
+    p.add_argument("--model", metavar="PATH",
+                   help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL, then the user cache)")
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``turns``."""
+    p = sub.add_parser(
+        "turns", help="where the turns of a recording end, and why",
+        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("path", help="a .wav file or a folder of them")
+    p.add_argument("--transcript", metavar="T.json",
+                   help="the recording's transcript (segments with text/start/end/turn_end); "
+                        "default: <name>.transcript.json beside it")
+    p.add_argument("--no-transcript", action="store_true", help="ignore a transcript found beside the WAV")
+    p.add_argument("--stop", choices=("speech-timeout", "smart-turn"),
+                   help="what ends a turn (default: smart-turn when the model is found, else speech-timeout)")
+    p.add_argument("--vad", choices=("silero", "webrtc"), default="silero", help="the VAD (default silero)")
+    p.add_argument("--speech-timeout", type=_seconds(0.0, 10.0), default=0.6, metavar="S",
+                   help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
+    p.add_argument("--tail", type=_seconds(0.0, 60.0), default=4.0, metavar="S",
+                   help="seconds of silence played after the recording so its last turn can end (default 4)")
+    add_common_options(p)
+    p.add_argument("--plot", metavar="OUT.png",
+                   help="write a timeline PNG (for a folder: a folder to write <name>.png into)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--progress", action="store_true", help="draw the folder progress bar even when not on a terminal")
+    p.set_defaults(run=run)
+
+
+def make_setup(args: argparse.Namespace, err: TextIO) -> Setup:
+    """The analysis settings; Smart Turn when asked for or found."""
+    choice = choose_model(args.model)
+    stop = args.stop
+    if stop is None:
+        stop = "smart-turn" if choice.path is not None else "speech-timeout"
+        if choice.path is None:
+            print(f"note: {choice.problem}: using --stop speech-timeout "
+                  "(install it with `rxvoice model install`)", file=err)
+    elif stop == "smart-turn" and choice.path is None:
+        raise CLIError(f"{choice.problem}; install it with `rxvoice model install --from <pipecat-ai wheel or .onnx>`")
+    return Setup(
+        vad=args.vad, stop=stop, model=choice.path, stt_delay=args.stt_delay, model_latency=args.model_latency,
+        speech_timeout=args.speech_timeout, tail=args.tail,
+    )
+
+
+def _load_transcript(path: Path) -> Transcript:
+    try:
+        return load_transcript(path)
+    except InvalidTranscriptError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def _transcript_for(wav: Path, explicit: str | None, ignore: bool) -> Path | None:
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise CLIError(f"--transcript {explicit}: no such file")
+        return path
+    if ignore:
+        return None
+    beside = wav.with_name(wav.stem + ".transcript.json")
+    return beside if beside.is_file() else None
+
+
+def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: TextIO, quiet: bool) -> FileResult:
+    """Read, check and analyze one recording."""
+    recording = read_wav(wav)
+    if recording.conversions and not quiet:
+        print(f"note: {wav.name}: " + "; ".join(recording.conversions), file=err)
+    transcript = None
+    if transcript_path is not None:
+        transcript = _load_transcript(transcript_path)
+        check_transcript(transcript, recording, transcript_path.name)
+    return FileResult(wav, analyze(recording, setup, transcript=transcript), transcript_path)
+
+
+def _plot(result: FileResult, out: Path) -> None:
+    from .plot import plot_timeline
+
+    if result.analysis is not None:
+        plot_timeline(result.analysis, out)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Analyze, print, plot."""
+    path = Path(args.path)
+    if not path.exists():
+        raise CLIError(f"{path}: no such file or folder")
+    if path.is_dir():
+        return _run_folder(path, args, out, err)
+    if args.plot is not None and not args.plot.lower().endswith(".png"):
+        raise CLIError(f"--plot {args.plot}: give a .png file name")
+    setup = make_setup(args, err)
+    result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False)
+    if args.plot is not None:
+        _plot(result, Path(args.plot))
+    if args.json:
+        print(json.dumps(to_json(setup, [result]), indent=2), file=out)
+    else:
+        print(detail(result), file=out)
+        if args.plot is not None:
+            print(f"timeline written to {args.plot}", file=out)
+    return 0
+
+
+def _run_folder(folder: Path, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.transcript is not None:
+        raise CLIError(
+            "--transcript names one recording's transcript; in a folder, each <name>.transcript.json "
+            "beside its WAV is used"
+        )
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".wav")
+    if not files:
+        raise CLIError(f"{folder}: no .wav files in it")
+    plots = Path(args.plot) if args.plot is not None else None
+    if plots is not None and plots.exists() and not plots.is_dir():
+        raise CLIError(f"--plot {args.plot}: for a folder, give a folder to write the PNGs into")
+    setup = make_setup(args, err)
+    progress = Progress(len(files), err, force=args.progress)
+    results: list[FileResult] = []
+    converted = 0
+    for wav in files:
+        progress.step(wav.name)
+        try:
+            result = analyze_file(wav, setup, _transcript_for(wav, None, args.no_transcript), err, True)
+            if result.analysis is not None and result.analysis.recording.conversions:
+                converted += 1
+            if plots is not None:
+                _plot(result, plots / (wav.stem + ".png"))
+        except (CLIError, RxVoiceError) as exc:
+            result = FileResult(wav, None, None, str(exc))
+        results.append(result)
+    progress.finish()
+    if converted:
+        print(f"note: {converted} recordings were converted (see --json \"conversions\")", file=err)
+    if args.json:
+        print(json.dumps(to_json(setup, results), indent=2), file=out)
+    else:
+        print(describe_setup(setup), file=out)
+        print(table(results), file=out)
+        if plots is not None:
+            print(f"timelines written to {plots}/", file=out)
+    return 1 if any(r.error for r in results) else 0

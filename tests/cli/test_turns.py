@@ -1,0 +1,207 @@
+"""`rxvoice turns`: turn ends of the booking call and of a folder, text, JSON and the PNG timeline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rxvoice.cli.analysis import Setup, _chunks, first_pass
+from rxvoice.cli.progress import Progress
+from rxvoice.cli.wav import read_wav
+
+from .conftest import TURN_FILES, run_cli
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_booking_with_smart_turn_finds_every_labeled_end(with_model: Path, booking_wav: Path) -> None:
+    """The transcript beside the WAV is used: three turns, each 0.30 s after speech, decided by Smart Turn."""
+    r = run_cli("turns", str(booking_wav))
+    assert r.code == 0, r.err
+    assert "transcript booking.transcript.json" in r.out
+    assert "8 stretches of speech, 3 user turns" in r.out
+    assert r.out.count("decided by TurnAnalyzerStop: Smart Turn: complete") == 3
+    assert r.out.count("0.30 s after speech ended") == 3
+    assert '"Hi, I would like to book a flight to Boston, next Friday."' in r.out
+    assert "Smart Turn verdicts (8): 1.09 s complete 0.82, 3.01 s incomplete 0.02" in r.out
+    assert "3 labeled turn ends: 3 found, 0 premature cut-offs, 0 missed; latency median 0.30 s" in r.out
+
+
+def test_booking_with_a_speech_timeout_cuts_the_caller_off_twice(without_model: Path, booking_wav: Path) -> None:
+    """No model: a note, the speech-timeout stop, five turns, the two mid-sentence pauses counted as cut-offs."""
+    r = run_cli("turns", str(booking_wav))
+    assert r.code == 0, r.err
+    assert r.err.startswith("note: Smart Turn model not found") and "--stop speech-timeout" in r.err
+    assert r.out.count("decided by SpeechTimeoutStop: 0.8 s of silence") == 5
+    assert r.out.count("<< CUT OFF mid-sentence") == 2
+    assert "3 labeled turn ends: 3 found, 2 premature cut-offs, 0 missed" in r.out
+
+
+def test_explicit_transcript_and_a_slow_stt(without_model: Path, booking_wav: Path, tmp_path: Path) -> None:
+    """--transcript from elsewhere, --stt-delay 1.0: turns wait for their words; one lands in the next sentence."""
+    wav = tmp_path / "call.wav"
+    shutil.copy(booking_wav, wav)
+    transcript = booking_wav.with_name("booking.transcript.json")
+    r = run_cli("turns", str(wav), "--transcript", str(transcript), "--stt-delay", "1.0", "--stop", "speech-timeout",
+                "--json")
+    assert r.code == 0, r.err
+    turns = json.loads(r.out)["recordings"][0]["turns"]
+    assert len(turns) == 5
+    assert all(t["reason"] == "0.8 s of silence, then waited for the words" for t in turns)
+    assert [t["latency"] for t in turns] == [1.0, 1.0, -0.905, 1.0, 1.0]
+    # "Actually, could we, uh" is answered 0.1 s after "leave on Saturday." began: counted as a cut-off.
+    assert [t["premature"] for t in turns] == [True, False, True, False, False]
+
+
+def test_without_a_transcript_placeholders_stand_in_for_the_stt(with_model: Path, booking_wav: Path) -> None:
+    """--no-transcript: "<speech N>" finals (short pauses joined) still let Smart Turn end exactly three turns."""
+    r = run_cli("turns", str(booking_wav), "--no-transcript", "--json")
+    assert r.code == 0, r.err
+    rec = json.loads(r.out)["recordings"][0]
+    assert rec["transcript"] is None and rec["labels"] is None
+    assert [t["text"] for t in rec["turns"]] == ["<speech 1> <speech 2> <speech 3>", "<speech 4> <speech 5>",
+                                                 "<speech 6>"]
+    assert [t["cause"] for t in rec["turns"]] == ["model"] * 3
+    # Latency counts from the VAD stop minus its stop_secs.
+    assert all(t["latency"] == pytest.approx(0.3, abs=0.001) for t in rec["turns"])
+    assert all(t["premature"] is None for t in rec["turns"])
+
+
+def first_pass_spans(wav: Path, setup: Setup) -> list[dict[str, float]]:
+    """The stretches of speech the placeholder STT is made from (a first VAD pass), as in the JSON."""
+    recording = read_wav(wav)
+    chunks = _chunks(recording.samples, setup.tail)
+    windows, spans = first_pass(chunks, setup)
+    window = 512 if setup.vad == "silero" else 480  # samples: Silero's 32 ms, WebRTC's 30 ms frames
+    assert len(windows) == sum(len(c) for c in chunks) // 2 // window
+    return [{"start": round(a, 3), "end": round(b, 3)} for a, b in spans]
+
+
+def test_webrtc_vad(with_model: Path, booking_wav: Path) -> None:
+    """--vad webrtc runs the same stack on WebRTC's VAD, finds the labeled ends; its first pass equals the operator."""
+    r = run_cli("turns", str(booking_wav), "--vad", "webrtc", "--stop", "speech-timeout", "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["settings"]["vad"] == "webrtc"
+    rec = data["recordings"][0]
+    assert rec["labels"]["found"] == 3
+    assert rec["speech"] == first_pass_spans(booking_wav, Setup(vad="webrtc", stop="speech-timeout"))
+
+
+@pytest.fixture(scope="module")
+def booking_json_and_plot(model_file: Path, booking_wav: Path, tmp_path_factory: pytest.TempPathFactory
+                          ) -> tuple[dict[str, object], Path]:
+    """One Smart Turn run of the booking call with --json and --plot (shared by the tests below)."""
+    out = tmp_path_factory.mktemp("plots") / "sub" / "booking.png"
+    r = run_cli("turns", str(booking_wav), "--model", str(model_file), "--json", "--plot", str(out))
+    assert r.code == 0, r.err
+    return json.loads(r.out), out
+
+
+def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None:
+    """--json: version, settings and per-recording fields with the documented types."""
+    data = booking_json_and_plot[0]
+    assert data["version"] == 1
+    assert set(data["settings"]) == {"vad", "vad_stop_secs", "stop", "smart_turn_model", "model_latency",
+                                     "speech_timeout", "stt_delay", "tail", "realtime"}
+    assert data["settings"]["stop"] == "smart-turn" and data["settings"]["vad_stop_secs"] == 0.12
+    rec = data["recordings"][0]
+    assert set(rec) == {"file", "error", "transcript", "duration", "source_rate", "source_channels", "encoding",
+                        "conversions", "speech", "words", "verdicts", "turns", "labels"}
+    assert rec["error"] is None and rec["duration"] == 18.304 and rec["conversions"] == []
+    assert len(rec["speech"]) == 8 and all(s["start"] < s["end"] for s in rec["speech"])
+    assert [w["text"] for w in rec["words"]][:2] == ["Hi, I would like to book a flight to", "Boston, next Friday."]
+    assert len(rec["verdicts"]) == 8
+    assert all(isinstance(v["complete"], bool) and 0 <= v["probability"] <= 1 for v in rec["verdicts"])
+    turn = rec["turns"][0]
+    assert set(turn) == {"index", "started", "ended", "strategy", "cause", "reason", "speech_end", "latency", "text",
+                         "probability", "premature"}
+    assert (turn["strategy"], turn["cause"], turn["premature"]) == ("TurnAnalyzerStop", "model", False)
+    assert turn["ended"] == pytest.approx(5.696) and turn["speech_end"] == 5.396
+    assert turn["probability"] == pytest.approx(0.9403, abs=1e-3)
+    assert rec["labels"] == {"turn_ends": 3, "found": 3, "premature": 0, "missed": 0, "missed_at": [],
+                             "latency_median": 0.3, "latency_max": 0.3}
+
+
+def test_a_folder_gives_a_table_with_a_progress_bar(with_model: Path, turns_folder: Path) -> None:
+    """A folder: one row per WAV, totals, and (forced) a progress bar on stderr."""
+    r = run_cli("turns", str(turns_folder), "--progress")
+    assert r.code == 0, r.err
+    rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith(("complete", "incomplete"))}
+    assert len(rows) == 3
+    # The unfinished sentence is not cut off by the model: only Smart Turn's 3 s fallback ends it.
+    assert rows["incomplete__en-us__so_what_i_was_thinking_is_that.wav"].endswith("3 s fallback")
+    assert rows["complete__en-us__please_send_the_invoice_to_my_email_addr.wav"].endswith("model 0.99")
+    assert "3 recordings; latency after speech" in r.out
+    assert "[############################] 3/3 done" in r.err
+
+
+def test_a_folder_with_a_bad_file_reports_it_and_goes_on(with_model: Path, turns_folder: Path,
+                                                          tmp_path: Path) -> None:
+    """A broken WAV in a folder is an error row and exit status 1; the other files are analyzed; JSON too."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(turns_folder / TURN_FILES[0], folder / "good.wav")
+    (folder / "broken.wav").write_bytes(b"RIFF....WAVEjunk")
+    (folder / "notes.txt").write_text("not audio")
+    r = run_cli("turns", str(folder))
+    assert r.code == 1
+    assert "broken.wav  error: " in r.out and "no 'fmt ' chunk" in r.out
+    assert "1 recording, 1 failed" in r.out
+    r = run_cli("turns", str(folder), "--json")
+    assert r.code == 1
+    recs = {Path(x["file"]).name: x for x in json.loads(r.out)["recordings"]}
+    assert set(recs) == {"broken.wav", "good.wav"}
+    assert "no 'fmt ' chunk" in recs["broken.wav"]["error"] and recs["good.wav"]["error"] is None
+
+
+def test_plot_writes_a_png_timeline(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None:
+    """--plot out.png writes a real PNG of some size (folders created as needed)."""
+    data = booking_json_and_plot[1].read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    assert len(data) > 30_000
+
+
+def test_plot_of_a_folder_writes_one_png_each(turns_folder: Path, tmp_path: Path) -> None:
+    """--plot DIR with a folder: <name>.png for every recording."""
+    folder = tmp_path / "two"
+    folder.mkdir()
+    for name in ("a.wav", "b.wav"):
+        shutil.copy(turns_folder / TURN_FILES[1], folder / name)
+    out = tmp_path / "timelines"
+    r = run_cli("turns", str(folder), "--plot", str(out), "--stop", "speech-timeout")
+    assert r.code == 0, r.err
+    pngs = sorted(p.name for p in out.iterdir())
+    assert pngs == ["a.png", "b.png"]
+    assert all((out / p).read_bytes()[:8] == PNG_SIGNATURE for p in pngs)
+
+
+def test_the_first_pass_sees_what_the_vad_operator_sees(booking_json_and_plot: tuple[dict[str, Any], Path],
+                                                         booking_wav: Path) -> None:
+    """The placeholder STT's speech stretches (a first Silero pass) equal the operator's VAD starts and stops."""
+    speech = booking_json_and_plot[0]["recordings"][0]["speech"]
+    assert speech == first_pass_spans(booking_wav, Setup(stop="smart-turn"))
+    assert len(speech) == 8
+
+
+def test_progress_draws_only_on_a_terminal() -> None:
+    """The bar is drawn on a terminal (or forced), never into a pipe or a log."""
+    import io
+
+    quiet = io.StringIO()
+    p = Progress(2, quiet)
+    p.step("a.wav")
+    p.finish()
+    assert quiet.getvalue() == ""
+    loud = io.StringIO()
+    p = Progress(2, loud, force=True, width=4)
+    p.step("a.wav")
+    p.step("b.wav")
+    p.finish()
+    drawn = [frame.rstrip() for frame in loud.getvalue().split("\r")[1:]]
+    assert drawn == ["[....] 0/2 a.wav", "[##..] 1/2 b.wav", "[####] 2/2 done"]
+    assert loud.getvalue().endswith("\n")
