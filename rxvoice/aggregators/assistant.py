@@ -22,7 +22,7 @@ from ..frames import (
     TextFrame,
     TTSTextFrame,
 )
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import EventfulProcessor, Port
 from ..pipeline.stage import DOWN, Direction
 from ..text.parts import Part, concatenate
 from .assistant_core import ASSISTANT_EVENTS, AfterWrite, AssistantCore, AssistantState, ClearText, HoldText, Skip
@@ -36,7 +36,7 @@ __all__ = ["AssistantAggregator"]
 log = logging.getLogger("rxvoice.aggregators.assistant")
 
 
-class AssistantAggregator(Processor):
+class AssistantAggregator(EventfulProcessor):
     """Collects the model's streamed text into one assistant message per bot turn.
 
     Place it last in the pipeline (after the output transport). A turn opens
@@ -100,9 +100,6 @@ class AssistantAggregator(Processor):
         self._session = session
         return session
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
 
 class _AssistantSession(ShellSession):

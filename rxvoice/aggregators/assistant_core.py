@@ -45,9 +45,9 @@ from ..frames import (
 )
 from ..pipeline.stage import DOWN, UP, Direction
 from ..text.parts import Part, concatenate
+from .context_writes import context_update, tool_choice_update, tools_update
 from .effects import Broadcast, Emit, EmitContext, Raise, Write
 from .reports import AssistantThought, AssistantTurnStopped, iso8601
-from .user_core import context_update
 
 __all__ = [
     "ASSISTANT_EVENTS",
@@ -255,14 +255,9 @@ class AssistantCore:
             if getattr(frame, "run_llm", None):
                 out.append(EmitContext(UP))
         elif t is LLMSetToolsFrame:
-            tools = frame.tools  # type: ignore[attr-defined]
-            if self.tool_change_messages:
-                out.append(Write(lambda c: c.announce_tool_change(tools)))
-            else:
-                out.append(Write(lambda c: c.set_tools(tools)))
+            out.append(tools_update(frame, self.tool_change_messages))  # type: ignore[arg-type]
         elif t is LLMSetToolChoiceFrame:
-            choice = frame.tool_choice  # type: ignore[attr-defined]
-            out.append(Write(lambda c: c.set_tool_choice(choice)))
+            out.append(tool_choice_update(frame))  # type: ignore[arg-type]
         elif t is FunctionCallsStartedFrame:
             calls = dict(w.calls)
             for call in frame.function_calls:  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ import logging
 
 from ..events import EventRegistry
 from ..frames import Frame, InterruptionFrame, LLMFullResponseEndFrame, LLMFullResponseStartFrame, LLMTextFrame
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import EventfulProcessor, Port
 from ..pipeline.stage import DOWN, Direction
 from .reports import Completion
 
@@ -15,7 +15,7 @@ __all__ = ["FullResponse"]
 log = logging.getLogger("rxvoice.aggregators.text")
 
 
-class FullResponse(Processor):
+class FullResponse(EventfulProcessor):
     """Gathers each whole model response and raises ``on_completion`` with it.
 
     For something that wants each reply whole and off the frame path: a
@@ -62,9 +62,6 @@ class FullResponse(Processor):
         self.events.set_clock(port.time)
         return _FullResponseSession(self, port)
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
 
 class _FullResponseSession:

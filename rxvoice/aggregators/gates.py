@@ -20,7 +20,7 @@ from ..errors import ConfigurationError
 from ..events import EventRegistry
 from ..frames import CancelFrame, EndFrame, Frame, FrameKind, LLMContextFrame
 from ..notify import Notifier
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import EventfulProcessor, Port
 from ..pipeline.stage import DOWN, Direction
 
 __all__ = ["GateFunc", "Gated", "GatedConfig", "GatedContext"]
@@ -61,7 +61,7 @@ class GatedConfig:
             raise ConfigurationError(f"Gated direction must be DOWN or UP, got {self.direction!r}")
 
 
-class Gated(Processor):
+class Gated(EventfulProcessor):
     """Holds frames back until something opens the gate, then releases them behind it.
 
     * While closed, ``open(frame)`` is asked; while open, ``close(frame)`` is.
@@ -124,9 +124,6 @@ class Gated(Processor):
     def open(self, port: Port) -> _GatedSession:
         return _GatedSession(self.config, port)
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
 
 def _never(_frame: Frame) -> bool:
@@ -214,7 +211,7 @@ def _signals_of(notifier: object) -> Observable[Any]:
     )
 
 
-class GatedContext(Processor):
+class GatedContext(EventfulProcessor):
     """Holds the conversation back from the model until a notifier says to let it through.
 
     How a turn waits on something the pipeline cannot express as a frame order:
@@ -272,9 +269,6 @@ class GatedContext(Processor):
     def open(self, port: Port) -> _GatedContextSession:
         return _GatedContextSession(self, port)
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
 
 class _GatedContextSession:

@@ -17,7 +17,7 @@ from ..frames import (
     LLMFullResponseEndFrame,
     LLMTextFrame,
 )
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import EventfulProcessor, Port
 from ..pipeline.stage import DOWN, Direction
 from ..text._engine import TextAggregatorEngine
 from ..text.aggregation import TOKEN, Aggregation, TextAggregator
@@ -36,7 +36,7 @@ def _is_aggregator(obj: object) -> bool:
     )
 
 
-class LLMText(Processor):
+class LLMText(EventfulProcessor):
     """Groups the tokens a model streams into units with a text aggregator.
 
     Sits between the model and whatever reads its output (a synthesizer, the
@@ -151,9 +151,6 @@ class LLMText(Processor):
         for s in sessions:
             s.port.session.run(_reset_in_session, s)
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
 
 def _reset_in_session(session: _LLMTextSession) -> None:

@@ -7,7 +7,7 @@ import logging
 from ..errors import ConfigurationError
 from ..events import EventRegistry
 from ..frames import EndFrame, Frame, InterimTranscriptionFrame, TextFrame
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import EventfulProcessor, Port
 from ..pipeline.stage import DOWN, Direction
 from ..text.tokenizer import IncrementalSentenceTokenizer, SentenceTokenizer, default_tokenizer
 
@@ -16,7 +16,7 @@ __all__ = ["Sentence"]
 log = logging.getLogger("rxvoice.aggregators.text")
 
 
-class Sentence(Processor):
+class Sentence(EventfulProcessor):
     """Gathers text frames into whole sentences; one ``TextFrame`` per completed buffer.
 
     For a stage that needs coherent sentences rather than fragments::
@@ -75,9 +75,6 @@ class Sentence(Processor):
     def open(self, port: Port) -> _SentenceSession:
         return _SentenceSession(self.tokenizer, port)
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
 
 class _SentenceSession:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from reactivex import abc
@@ -11,14 +11,13 @@ from reactivex import abc
 from ..context import LLMContext
 from ..events import EventRegistry
 from ..frames import Frame
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import Port
 from ..pipeline.stage import DOWN, Direction
 from ..turns.config import TurnsConfig
-from ..turns.controller import TurnController
 from ..turns.mute import MuteStrategy
 from ..turns.offload import Offload
-from .effects import ShellSession
-from .user_core import USER_EVENTS, AnalyzeAudio, ShellEffect, UseController, UserCore, UserState
+from .strategy_shell import StrategyProcessor, StrategyShell
+from .user_core import USER_EVENTS, AnalyzeAudio, ShellEffect, UserCore, UserState
 from .vad_config import VADConfig
 
 __all__ = ["UserAggregator"]
@@ -26,7 +25,7 @@ __all__ = ["UserAggregator"]
 log = logging.getLogger("rxvoice.aggregators.user")
 
 
-class UserAggregator(Processor):
+class UserAggregator(StrategyProcessor):
     """Collects what the user says into one user message per turn and asks the model to answer.
 
     Place it after speech-to-text and before the model. It decides when the
@@ -78,9 +77,6 @@ class UserAggregator(Processor):
         self.core.listening = self.events.listened
         self._session: _UserSession | None = None
 
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
-
     @property
     def context(self) -> LLMContext:
         """The shared conversation this aggregator writes to."""
@@ -96,36 +92,17 @@ class UserAggregator(Processor):
         self._session = session
         return session
 
-    def push(self, frame: Frame, direction: Direction = DOWN) -> None:
-        """Send ``frame`` from this aggregator to its neighbour (e.g. from an ``on_idle`` callback)."""
-        session = self._session
-        if session is None or session.closed:
-            log.warning("%s.push(%s): no running session; dropped", self.name, frame.name)
-            return
-        port = session.port
-        port.session.run(lambda _: port.push(frame, direction), None)
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
-
-
-class _UserSession(ShellSession):
+class _UserSession(StrategyShell):
     """One session of a user aggregator: the core's state and its effects carried out."""
 
     def __init__(self, aggregator: UserAggregator, port: Port) -> None:
-        super().__init__(aggregator, port, aggregator.context, aggregator.events)
-        extra: dict[type, Callable[[Any], bool | None]] = {
-            AnalyzeAudio: self._analyze_audio, UseController: self._use_controller,
-        }
-        self.handlers.update(extra)
+        super().__init__(aggregator, port, aggregator.context, aggregator.events, aggregator.core)
+        self.handlers[AnalyzeAudio] = self._analyze_audio
         self.aggregator = aggregator
         self.core = aggregator.core
         self.state = self.core.initial()
-        self._handled = self.core.handled_types
         self.offload = aggregator.offload
-        self.strategies = self.core.controller.strategies
-        self.resources = [s.open_resource(16000) for s in self.strategies]
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
@@ -146,28 +123,6 @@ class _UserSession(ShellSession):
         if self.vad is not None:
             self.vad.analyze(e.frame)
 
-    def _use_controller(self, e: UseController) -> None:
-        self._use(e.controller)
-
-    def _use(self, controller: TurnController) -> None:
-        """Run a recommended controller: the old strategies' timers and resources go, the new ones' come."""
-        for owner, key in list(self._timers):
-            if owner >= 0:
-                self._timer(owner, key, None)
-        self._release()
-        self.strategies = controller.strategies
-        self.resources = [s.open_resource(16000) for s in self.strategies]
-        self._handled = self.core.handled_with(controller)
-
-    def _release(self) -> None:
-        for strategy, resource in zip(self.strategies, self.resources, strict=False):
-            if resource is not None:
-                try:
-                    strategy.close_resource(resource)
-                except Exception:
-                    log.exception("releasing %s's resource failed; contained", strategy.name)
-        self.resources = []
-
     def on_timer(self, owner: int, key: str) -> None:
         self.state, effects = self.core.on_timer(self.state, owner, key, self.now)
         self.execute(effects)
@@ -187,5 +142,4 @@ class _UserSession(ShellSession):
         super().close()
         if self.vad is not None:
             self.vad.close()
-        self._release()
 

@@ -17,7 +17,7 @@ held (:mod:`rxvoice.turns.late_tail`) and written with the next turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..events import Lazy
@@ -44,8 +44,6 @@ from ..frames import (
     STTMetadataFrame,
     TranscriptionFrame,
     TranslationFrame,
-    UserMuteStartedFrame,
-    UserMuteStoppedFrame,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
     VADUserStartedSpeakingFrame,
@@ -69,12 +67,12 @@ from ..turns.controller import (
 )
 from ..turns.idle import IDLE_TYPES, IdleState, idle_fired, idle_step
 from ..turns.late_tail import may_start
-from ..turns.mute import MuteState, MuteStrategy, mute_initial, mute_step, mute_types
+from ..turns.mute import MuteState, MuteStrategy, mute_initial, mute_step
 from ..turns.recommend import recommended_controller
+from .context_writes import context_update, tool_choice_update, tools_update
 from .effects import (
     Broadcast,
     Call,
-    Callback,
     Effect,
     Emit,
     EmitContext,
@@ -85,6 +83,7 @@ from .effects import (
     Write,
 )
 from .reports import UserTurnMessageAdded, UserTurnStopped, iso8601
+from .turn_common import IDLE_OWNER, USER_INPUT, TurnCoreBase, UseController
 
 __all__ = [
     "IDLE_OWNER",
@@ -109,16 +108,6 @@ USER_EVENTS = (
 )
 """The events of the user half of a pair (plus ``on_error``)."""
 
-IDLE_OWNER = -2
-"""The owner index of the idle timer."""
-
-USER_INPUT: frozenset[type[Frame]] = frozenset({
-    InterruptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
-    ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
-    UserStoppedSpeakingFrame, InputAudioRawFrame, InterimTranscriptionFrame, TranscriptionFrame,
-})
-"""What counts as the user's input: dropped (not queued) while the user is muted."""
-
 _OWN: frozenset[type[Frame]] = frozenset({
     StartFrame, EndFrame, CancelFrame, TranscriptionFrame, InterimTranscriptionFrame, TranslationFrame,
     LLMRunFrame, LLMMessagesAppendFrame, LLMMessagesUpdateFrame, LLMMessagesTransformFrame,
@@ -132,24 +121,10 @@ _STARTED = UserStartedSpeakingFrame()
 _STOPPED = UserStoppedSpeakingFrame()
 
 
-
-def _always(_name: str) -> bool:
-    return True
-
 class AnalyzeAudio(NamedTuple):
     """Run the aggregator's own VAD over this (unmuted) audio."""
 
     frame: InputAudioRawFrame
-
-
-class UseController(NamedTuple):
-    """A service's recommendation replaced this session's turn controller.
-
-    The shell cancels the previous strategies' timers, releases their
-    resources, opens the new ones' and widens the frame types it hands in.
-    """
-
-    controller: TurnController
 
 
 ShellEffect = Effect | AnalyzeAudio | UseController
@@ -209,7 +184,7 @@ def _add_user(text: str) -> Write:
     return Write(lambda c: c.add_user_message(text))
 
 
-class UserCore:
+class UserCore(TurnCoreBase):
     """The user aggregator's logic, configured once and shared by every session."""
 
     def __init__(
@@ -221,31 +196,17 @@ class UserCore:
         has_vad: bool = False,
         vad_params: Any = None,
     ) -> None:
-        start, stop = turns.chains()
-        self.turns = turns
-        # Which events anyone listens to: a report nobody reads is not built (set by the aggregator).
-        self.listening: Callable[[str], bool] = _always
-        self.controller = TurnController(start, stop, turns.stop_timeout)
-        self.mute: tuple[MuteStrategy[Any], ...] = (*mute, *turns.mute)
-        self.mute_types = mute_types(self.mute)
+        super().__init__(turns, mute, _OWN)
         self.tool_change_messages = tool_change_messages
         self.has_vad = has_vad
         self.vad_params = vad_params
         self.late_window = turns.late_transcript_window
         self.empty_turn = turns.empty_turn
-        handled = _OWN | self.controller.handled_types | self.mute_types | IDLE_TYPES
-        if self.mute:
-            handled |= USER_INPUT
         if has_vad:
-            handled |= {InputAudioRawFrame}
-        self.handled_types: frozenset[type[Frame]] = frozenset(handled)
+            self.handled_types |= {InputAudioRawFrame}
         # Handled only for their effect on mute, turns or idle: the frame itself just goes on.
         self._forward_only = self.handled_types - _OWN - {InputAudioRawFrame}
         self._muted_stop = VADUserStoppedSpeakingFrame(0.0, 0.0)
-
-    def handled_with(self, controller: TurnController) -> frozenset[type[Frame]]:
-        """The frame types to hand in once a session runs ``controller``."""
-        return self.handled_types | controller.handled_types
 
     def initial(self) -> UserState:
         """The state a session starts with."""
@@ -338,19 +299,14 @@ class UserCore:
         elif t is LLMRunFrame:
             out.append(EmitContext(DOWN))
         elif t is LLMMessagesAppendFrame or t is LLMMessagesUpdateFrame or t is LLMMessagesTransformFrame:
-            out.append(_context_update(frame))
+            out.append(context_update(frame))
             if getattr(frame, "run_llm", None):
                 out.append(EmitContext(DOWN))
         elif t is LLMSetToolsFrame:
-            tools = frame.tools  # type: ignore[attr-defined]
-            if self.tool_change_messages:
-                out.append(Write(lambda c: c.announce_tool_change(tools)))
-            else:
-                out.append(Write(lambda c: c.set_tools(tools)))
+            out.append(tools_update(frame, self.tool_change_messages))  # type: ignore[arg-type]
             out.append(Emit(frame, direction))
         elif t is LLMSetToolChoiceFrame:
-            choice = frame.tool_choice  # type: ignore[attr-defined]
-            out.append(Write(lambda c: c.set_tool_choice(choice)))
+            out.append(tool_choice_update(frame))  # type: ignore[arg-type]
         elif t is ProposedUserStartedSpeakingFrame:
             if not controller.resolves_proposed_starts:
                 out.append(Emit(frame, direction))
@@ -394,12 +350,7 @@ class UserCore:
         w = _Work(s)
         if owner == IDLE_OWNER:
             w.idle, effects = idle_fired(w.idle)
-            for e in effects:
-                if e.kind == "fire":
-                    if self.listening("on_user_turn_idle"):
-                        out.append(Raise("on_user_turn_idle"))
-                    if self.turns.on_idle is not None:
-                        out.append(Callback(self.turns.on_idle))
+            self._idle_fired(effects, out)
             return w.store(), out
         w.turn, ce = (w.controller or self.controller).on_timer(w.turn, owner, key, now)
         self._apply(w, ce, now, out)
@@ -425,14 +376,7 @@ class UserCore:
     # -- pieces ----------------------------------------------------------------------
 
     def _announce(self, w: _Work, muted: bool, out: list[ShellEffect]) -> None:
-        if muted:
-            if self.listening("on_user_mute_started"):
-                out.append(Raise("on_user_mute_started"))
-            out.append(Broadcast(UserMuteStartedFrame()))
-        else:
-            if self.listening("on_user_mute_stopped"):
-                out.append(Raise("on_user_mute_stopped"))
-            out.append(Broadcast(UserMuteStoppedFrame()))
+        self._announce_mute(muted, out)
         w.mute_announced = True
 
     def _controller(
@@ -558,26 +502,4 @@ class UserCore:
 
     def _idle(self, w: _Work, frame: Frame, out: list[ShellEffect]) -> None:
         w.idle, effects = idle_step(w.idle, frame)
-        for e in effects:
-            if e.kind == "arm":
-                out.append(Timer(IDLE_OWNER, "idle", e.delay))
-            elif e.kind == "disarm":
-                out.append(Timer(IDLE_OWNER, "idle", None))
-
-
-def _context_update(frame: Frame) -> Write:
-    if isinstance(frame, LLMMessagesAppendFrame):
-        messages = list(frame.messages)
-        return Write(lambda c: c.add_messages(messages))
-    if isinstance(frame, LLMMessagesUpdateFrame):
-        replacement = list(frame.messages)
-        return Write(lambda c: c.set_messages(replacement))
-    assert isinstance(frame, LLMMessagesTransformFrame)
-    transform = frame.transform
-    return Write(lambda c: c.transform_messages(transform))
-
-
-def context_update(frame: Frame) -> Write:
-    """The write a messages append/update/transform frame asks for."""
-    return _context_update(frame)
-
+        self._idle_timer(effects, out)

@@ -35,7 +35,7 @@ from ..frames import (
     StartFrame,
     VADParamsUpdateFrame,
 )
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import EventfulProcessor, Port
 from ..pipeline.stage import DOWN, UP, Direction
 from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 from .pcm import to_float32_mono
@@ -53,7 +53,7 @@ log = logging.getLogger("rxvoice.audio.vad")
 AnalyzerSource = VADAnalyzer | Callable[[], VADAnalyzer]
 
 
-class VADProcessor(Processor):
+class VADProcessor(EventfulProcessor):
     """Voice activity detection as a stage (the seed's ``vadproc.Processor``).
 
     Args:
@@ -102,9 +102,6 @@ class VADProcessor(Processor):
     def __repr__(self) -> str:
         return f"<{self.name}>"
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
     def new_analyzer(self) -> VADAnalyzer:
         """The analyzer for a new session."""

@@ -22,12 +22,13 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 
 from ..errors import InvalidFrameError
+from ..events import EventRegistry
 from ..frames import ErrorFrame, Frame
 from .session import Session, session_of
 from .stage import DOWN, UP, Direction, Stage
 from .wire import FrameSource, Sink, connect, fan_out
 
-__all__ = ["FrameHandler", "Port", "Processor"]
+__all__ = ["EventfulProcessor", "FrameHandler", "Port", "Processor"]
 
 log = logging.getLogger("rxvoice.processor")
 
@@ -401,5 +402,15 @@ class Processor(Stage):
         """Start one session: return the handler that will see its frames."""
 
     def report_error(self, error: BaseException, frame: object = None) -> None:
-        """Hook for non-fatal errors (aggregators raise it as their ``on_error`` event)."""
+        """Hook for non-fatal errors (processors with events raise it as their ``on_error``)."""
         log.warning("%s: %s", self.name, error)
+
+
+class EventfulProcessor(Processor):
+    """A processor with events: a non-fatal error is logged and raised as its ``on_error`` event."""
+
+    events: EventRegistry
+
+    def report_error(self, error: BaseException, frame: object = None) -> None:
+        log.warning("%s: %s", self.name, error)
+        self.events.emit("on_error", error)

@@ -76,7 +76,7 @@ from ..frames import (
     LLMThoughtEndFrame,
     LLMThoughtStartFrame,
 )
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import EventfulProcessor, Port
 from ..pipeline.stage import DOWN, Direction
 from ..summarization import format_transcript, messages_to_summarize
 from ._jobs import Job, running_loop, scheduler_loop
@@ -106,7 +106,7 @@ def _check_seconds(name: str, value: object) -> float | None:
     return float(value)
 
 
-class OpenAILLM(Processor):
+class OpenAILLM(EventfulProcessor):
     """A streaming model stage for OpenAI's chat-completions API and the servers that speak it.
 
     Args:
@@ -225,9 +225,6 @@ class OpenAILLM(Processor):
         self.events.set_clock(port.time)
         return _LLMSession(self, port)
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
     async def aclose(self) -> None:
         """Wait until the sessions that ended have closed their connections (await it after a run)."""

@@ -26,8 +26,10 @@ from typing import Any, NamedTuple
 
 from reactivex import abc
 
-from ..aggregators.effects import Broadcast, Call, Callback, Effect, Emit, Raise, ShellSession, StopTimers, Timer
+from ..aggregators.effects import Broadcast, Call, Effect, Emit, Raise, StopTimers, Timer
 from ..aggregators.reports import UserTurnStopped, iso8601
+from ..aggregators.strategy_shell import StrategyProcessor, StrategyShell
+from ..aggregators.turn_common import IDLE_OWNER, USER_INPUT, TurnCoreBase, UseController
 from ..context import LLMContext
 from ..errors import ConfigurationError
 from ..events import EventRegistry, Lazy
@@ -35,7 +37,6 @@ from ..frames import (
     CancelFrame,
     EndFrame,
     Frame,
-    InputAudioRawFrame,
     InterimTranscriptionFrame,
     InterruptionFrame,
     LLMServiceMetadataFrame,
@@ -44,14 +45,12 @@ from ..frames import (
     StartFrame,
     STTMetadataFrame,
     TranscriptionFrame,
-    UserMuteStartedFrame,
-    UserMuteStoppedFrame,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from ..pipeline.processor import Port, Processor
+from ..pipeline.processor import Port
 from ..pipeline.stage import DOWN, Direction
 from .config import TurnsConfig
 from .controller import (
@@ -69,7 +68,7 @@ from .controller import (
 )
 from .idle import IDLE_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
-from .mute import MuteState, MuteStrategy, mute_initial, mute_step, mute_types
+from .mute import MuteState, MuteStrategy, mute_initial, mute_step
 from .offload import Offload
 from .recommend import recommended_controller
 
@@ -88,13 +87,6 @@ TURN_EVENTS = (
 )
 """The processor's events: the aggregator's names, minus the message it does not write (plus ``on_error``)."""
 
-IDLE_OWNER = -2
-
-_USER_INPUT: frozenset[type[Frame]] = frozenset({
-    InterruptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
-    ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
-    UserStoppedSpeakingFrame, InputAudioRawFrame, InterimTranscriptionFrame, TranscriptionFrame,
-})
 _OWN: frozenset[type[Frame]] = frozenset({
     StartFrame, EndFrame, CancelFrame, TranscriptionFrame, InterimTranscriptionFrame,
     VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, ProposedUserStartedSpeakingFrame,
@@ -103,12 +95,6 @@ _OWN: frozenset[type[Frame]] = frozenset({
 _STARTED = UserStartedSpeakingFrame()
 _STOPPED = UserStoppedSpeakingFrame()
 _MUTED_STOP = VADUserStoppedSpeakingFrame(0.0, 0.0)
-
-
-class UseController(NamedTuple):
-    """A service's recommendation replaced the session's controller (see the aggregator's)."""
-
-    controller: TurnController
 
 
 ProcessorEffect = Effect | UseController
@@ -130,7 +116,7 @@ class TurnProcessorState(NamedTuple):
     controller: TurnController | None = None
 
 
-class TurnProcessorCore:
+class TurnProcessorCore(TurnCoreBase):
     """The processor's decisions as a pure step: frame in, new state and effects out.
 
     The order per frame: mute (judged by the state before the frame), the
@@ -139,19 +125,7 @@ class TurnProcessorCore:
     """
 
     def __init__(self, turns: TurnsConfig, mute: Sequence[MuteStrategy[Any]] = ()) -> None:
-        start, stop = turns.chains()
-        self.turns = turns
-        self.controller = TurnController(start, stop, turns.stop_timeout)
-        self.mute: tuple[MuteStrategy[Any], ...] = (*mute, *turns.mute)
-        self.mute_types = mute_types(self.mute)
-        handled = _OWN | self.controller.handled_types | self.mute_types | IDLE_TYPES
-        if self.mute:
-            handled |= _USER_INPUT
-        self.handled_types: frozenset[type[Frame]] = frozenset(handled)
-
-    def handled_with(self, controller: TurnController) -> frozenset[type[Frame]]:
-        """The frame types to hand in once a session runs ``controller``."""
-        return self.handled_types | controller.handled_types
+        super().__init__(turns, mute, _OWN)
 
     def initial(self) -> TurnProcessorState:
         """The state a session starts with."""
@@ -189,7 +163,7 @@ class TurnProcessorCore:
                     s = self._announce(s, s.mute.muted, out)
                     if s.mute.muted and s.turn.user_speaking:
                         s = self._controller(s, controller, _MUTED_STOP, now, out, False)
-            if prior and t in _USER_INPUT:
+            if prior and t in USER_INPUT:
                 return s, out
 
         start_ok = True
@@ -230,10 +204,7 @@ class TurnProcessorCore:
         out: list[ProcessorEffect] = []
         if owner == IDLE_OWNER:
             idle, effects = idle_fired(s.idle)
-            if any(e.kind == "fire" for e in effects):
-                out.append(Raise("on_user_turn_idle"))
-                if self.turns.on_idle is not None:
-                    out.append(Callback(self.turns.on_idle))
+            self._idle_fired(effects, out)
             return s._replace(idle=idle), out
         turn, ce = (s.controller or self.controller).on_timer(s.turn, owner, key, now)
         return self._apply(s._replace(turn=turn), ce, now, out), out
@@ -254,12 +225,7 @@ class TurnProcessorCore:
     # -- pieces ------------------------------------------------------------------------
 
     def _announce(self, s: TurnProcessorState, muted: bool, out: list[ProcessorEffect]) -> TurnProcessorState:
-        if muted:
-            out.append(Raise("on_user_mute_started"))
-            out.append(Broadcast(UserMuteStartedFrame()))
-        else:
-            out.append(Raise("on_user_mute_stopped"))
-            out.append(Broadcast(UserMuteStoppedFrame()))
+        self._announce_mute(muted, out)
         return s._replace(mute_announced=True)
 
     def _end(self, s: TurnProcessorState, now: float, out: list[ProcessorEffect]) -> TurnProcessorState:
@@ -314,11 +280,7 @@ class TurnProcessorCore:
 
     def _idle(self, s: TurnProcessorState, frame: Frame, out: list[ProcessorEffect]) -> TurnProcessorState:
         idle, effects = idle_step(s.idle, frame)
-        for e in effects:
-            if e.kind == "arm":
-                out.append(Timer(IDLE_OWNER, "idle", e.delay))
-            elif e.kind == "disarm":
-                out.append(Timer(IDLE_OWNER, "idle", None))
+        self._idle_timer(effects, out)
         return s._replace(idle=idle)
 
 
@@ -327,7 +289,7 @@ def _report(strategy: Any, started_at: float | None, now: float) -> Lazy:
     return Lazy(lambda: UserTurnStopped(strategy, "", iso8601(started)))
 
 
-class UserTurnProcessor(Processor):
+class UserTurnProcessor(StrategyProcessor):
     """Decides when the user's turn starts and stops, as a stage of its own.
 
     Args:
@@ -368,10 +330,8 @@ class UserTurnProcessor(Processor):
         self.scheduler = scheduler
         self.offload = offload
         self.events = EventRegistry(self, (*TURN_EVENTS, "on_error"))
+        self.core.listening = self.events.listened
         self._session: _TurnSession | None = None
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
 
     @property
     def state(self) -> TurnProcessorState | None:
@@ -383,32 +343,15 @@ class UserTurnProcessor(Processor):
         self._session = session
         return session
 
-    def push(self, frame: Frame, direction: Direction = DOWN) -> None:
-        """Send ``frame`` from this processor to its neighbour (e.g. from an ``on_idle`` callback)."""
-        session = self._session
-        if session is None or session.closed:
-            log.warning("%s.push(%s): no running session; dropped", self.name, frame.name)
-            return
-        port = session.port
-        port.session.run(lambda _: port.push(frame, direction), None)
-
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
-
-
-class _TurnSession(ShellSession):
+class _TurnSession(StrategyShell):
     """One session of a processor: the core's state and its effects carried out."""
 
     def __init__(self, processor: UserTurnProcessor, port: Port) -> None:
         # The processor never writes to a conversation: the shell's context is a placeholder.
-        super().__init__(processor, port, LLMContext(), processor.events)
+        super().__init__(processor, port, LLMContext(), processor.events, processor.core)
         self.core = processor.core
         self.state = self.core.initial()
-        self._handled = self.core.handled_types
         self.offload = processor.offload
-        self.strategies = self.core.controller.strategies
-        self.resources = [s.open_resource(16000) for s in self.strategies]
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
         if type(frame) not in self._handled:
@@ -419,31 +362,7 @@ class _TurnSession(ShellSession):
         self.execute(effects)
 
     def execute(self, effects: list[ProcessorEffect]) -> None:
-        for i, e in enumerate(effects):
-            if isinstance(e, UseController):
-                self.run(effects[:i])
-                self._use(e.controller)
-                self.execute(effects[i + 1:])
-                return
         self.run(effects)
-
-    def _use(self, controller: TurnController) -> None:
-        for owner, key in list(self._timers):
-            if owner >= 0:
-                self._timer(owner, key, None)
-        self._release()
-        self.strategies = controller.strategies
-        self.resources = [s.open_resource(16000) for s in self.strategies]
-        self._handled = self.core.handled_with(controller)
-
-    def _release(self) -> None:
-        for strategy, resource in zip(self.strategies, self.resources, strict=False):
-            if resource is not None:
-                try:
-                    strategy.close_resource(resource)
-                except Exception:
-                    log.exception("releasing %s's resource failed; contained", strategy.name)
-        self.resources = []
 
     def on_timer(self, owner: int, key: str) -> None:
         self.state, effects = self.core.on_timer(self.state, owner, key, self.now)
@@ -459,7 +378,3 @@ class _TurnSession(ShellSession):
             self.now = now = self.port.time()
             self.state, effects = self.core.end_of_input(self.state, now)
             self.execute(effects)
-
-    def close(self) -> None:
-        super().close()
-        self._release()

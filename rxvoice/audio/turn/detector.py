@@ -53,7 +53,7 @@ from ...frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from ...pipeline.processor import Port, Processor
+from ...pipeline.processor import EventfulProcessor, Port
 from ...pipeline.stage import DOWN, UP, Direction
 from ...turns.analyzer import AnalyzerSession, EndOfTurnAnalyzer
 from ...turns.offload import Offload
@@ -78,7 +78,7 @@ def _default_offload(job: Any) -> concurrent.futures.Future[Any]:
     return _POOL.submit(job)
 
 
-class TurnTakingDetector(Processor):
+class TurnTakingDetector(EventfulProcessor):
     """Decides turn ends from the audio with VAD + Smart Turn, before speech-to-text.
 
     Args:
@@ -126,9 +126,6 @@ class TurnTakingDetector(Processor):
     def __repr__(self) -> str:
         return f"<{self.name}>"
 
-    def report_error(self, error: BaseException, frame: object = None) -> None:
-        log.warning("%s: %s", self.name, error)
-        self.events.emit("on_error", error)
 
     def open(self, port: Port) -> _DetectorSession:
         return _DetectorSession(self, port)

@@ -1,0 +1,47 @@
+"""The context writes that app frames ask for, the same from either half of a pair.
+
+Messages, tools and the tool choice can be changed from upstream (the user
+half) or downstream (the assistant half); each frame means one write,
+wherever it arrives.
+"""
+
+from __future__ import annotations
+
+from ..frames import (
+    Frame,
+    LLMMessagesAppendFrame,
+    LLMMessagesTransformFrame,
+    LLMMessagesUpdateFrame,
+    LLMSetToolChoiceFrame,
+    LLMSetToolsFrame,
+)
+from .effects import Write
+
+__all__ = ["context_update", "tool_choice_update", "tools_update"]
+
+
+def context_update(frame: Frame) -> Write:
+    """The write a messages append/update/transform frame asks for."""
+    if isinstance(frame, LLMMessagesAppendFrame):
+        messages = list(frame.messages)
+        return Write(lambda c: c.add_messages(messages))
+    if isinstance(frame, LLMMessagesUpdateFrame):
+        replacement = list(frame.messages)
+        return Write(lambda c: c.set_messages(replacement))
+    assert isinstance(frame, LLMMessagesTransformFrame)
+    transform = frame.transform
+    return Write(lambda c: c.transform_messages(transform))
+
+
+def tools_update(frame: LLMSetToolsFrame, announce: bool) -> Write:
+    """Replace the tools; with ``announce``, also tell the model in a message that they changed."""
+    tools = frame.tools
+    if announce:
+        return Write(lambda c: c.announce_tool_change(tools))
+    return Write(lambda c: c.set_tools(tools))
+
+
+def tool_choice_update(frame: LLMSetToolChoiceFrame) -> Write:
+    """Set how the model may choose tools."""
+    choice = frame.tool_choice
+    return Write(lambda c: c.set_tool_choice(choice))
