@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def shared_dir() -> Path:
-    """The shared fixtures folder (``RXVOICE_SHARED``, else ``../shared`` next to the repo, else /work/shared)."""
-    for candidate in (os.environ.get("RXVOICE_SHARED"), REPO.parent / "shared", Path("/work/shared")):
-        if candidate and (Path(candidate) / "audio").is_dir():
-            return Path(candidate)
-    raise RuntimeError("the shared fixtures (audio, models) were not found; set RXVOICE_SHARED")
+from tests.support import shared_dir, smart_turn_model_path
 
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """Path of the shared fixtures folder."""
     return shared_dir()
+
+
+@pytest.fixture(scope="session")
+def smart_turn_model() -> Path:
+    """The Smart Turn v3.2 model: $RXVOICE_SMART_TURN_MODEL or ../shared/models/ (a missing one fails loudly)."""
+    try:
+        return smart_turn_model_path()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))

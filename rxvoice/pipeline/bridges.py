@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
-from reactivex.scheduler.eventloop import AsyncIOThreadSafeScheduler
 
 from ..frames import Frame
+from .loop_clock import LoopScheduler
 from .session import Session
 from .stage import Operator, Stage, as_stage
 
@@ -30,9 +30,9 @@ _T = TypeVar("_T")
 _DONE = object()
 
 
-def loop_scheduler(loop: asyncio.AbstractEventLoop | None = None) -> AsyncIOThreadSafeScheduler:
-    """A scheduler for the running loop (thread-safe: other threads may hand it work)."""
-    return AsyncIOThreadSafeScheduler(loop or asyncio.get_running_loop())
+def loop_scheduler(loop: asyncio.AbstractEventLoop | None = None) -> LoopScheduler:
+    """A scheduler for the running loop (thread-safe: other threads may hand it work; its clock is the loop's)."""
+    return LoopScheduler(loop or asyncio.get_running_loop())
 
 
 def from_async_iterable(source: AsyncIterable[_T]) -> Observable[_T]:

@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 from reactivex import abc, typing
 from reactivex.disposable import Disposable
 from reactivex.scheduler import TimeoutScheduler, VirtualTimeScheduler
-from reactivex.scheduler.eventloop import AsyncIOThreadSafeScheduler
 from reactivex.scheduler.scheduler import Scheduler
+
+from .loop_clock import LoopScheduler
 
 __all__ = ["Session", "default_scheduler", "session_of"]
 
@@ -41,7 +42,7 @@ def default_scheduler() -> abc.SchedulerBase:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return TimeoutScheduler.singleton()
-    return AsyncIOThreadSafeScheduler(loop)
+    return LoopScheduler(loop)
 
 
 class _GatedAction:
@@ -86,9 +87,13 @@ class Session(Scheduler):
         self._queue: deque[tuple[Callable[[Any], Any], Any]] = deque()
         self._lock = threading.Lock()
         self.disposed = False
-        self._time: Callable[[], float] = (
-            self._virtual_time if isinstance(self.scheduler, VirtualTimeScheduler) else self._wall_time
-        )
+        self._time: Callable[[], float]
+        if isinstance(self.scheduler, VirtualTimeScheduler):
+            self._time = self._virtual_time
+        elif isinstance(self.scheduler, LoopScheduler):
+            self._time = self.scheduler.seconds
+        else:
+            self._time = self._wall_time
 
     # -- time ----------------------------------------------------------------
 

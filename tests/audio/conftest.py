@@ -1,4 +1,4 @@
-"""Shared fixtures of the audio tests: the Smart Turn model and the speech fixtures.
+"""Shared fixtures of the audio tests: the speech fixtures (the model is in tests/conftest.py).
 
 The model and the recordings live in the shared folder beside the repository
 (``../shared``), never in the repository; a missing file fails the run loudly.
@@ -7,17 +7,15 @@ The model and the recordings live in the shared folder beside the repository
 from __future__ import annotations
 
 import csv
-import os
 import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-SHARED = Path(
-    os.environ.get("RXVOICE_SHARED", "").strip()
-    or Path(__file__).resolve().parents[2].parent / "shared"
-)
+from tests.support import shared_dir
+
+SHARED = shared_dir()
 TURNS = SHARED / "audio" / "turns"
 CONVERSATION = SHARED / "audio" / "conversation"
 
@@ -27,19 +25,6 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
     with wave.open(str(path)) as w:
         assert w.getsampwidth() == 2 and w.getnchannels() == 1, path
         return np.frombuffer(w.readframes(w.getnframes()), "<i2").copy(), w.getframerate()
-
-
-@pytest.fixture(scope="session")
-def smart_turn_model() -> Path:
-    """The Smart Turn v3.2 model: $RXVOICE_SMART_TURN_MODEL or ../shared/models/."""
-    env = os.environ.get("RXVOICE_SMART_TURN_MODEL", "").strip()
-    path = Path(env) if env else SHARED / "models" / "smart-turn-v3.2-cpu.onnx"
-    if not path.is_file():
-        pytest.fail(
-            f"Smart Turn model not found at {path}: set RXVOICE_SMART_TURN_MODEL or put "
-            "smart-turn-v3.2-cpu.onnx in ../shared/models/ (see docs/audio.md)"
-        )
-    return path
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from test_vad_processor import SPEECH, LoudVAD, audio_timeline
 
 from rxvoice import frames as F
 from rxvoice.audio.turn import TurnTakingDetector
@@ -14,6 +13,8 @@ from rxvoice.audio.vad_processor import VADProcessor
 from rxvoice.errors import ConfigurationError
 from rxvoice.testing import FrameMarbles, Recording
 from rxvoice.turns import SchedulerOffload
+
+from .test_vad_processor import SPEECH, LoudVAD, audio_timeline
 
 
 @dataclass

@@ -8,7 +8,6 @@ call and a few of the turn fixtures.
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import wave
 from dataclasses import dataclass
@@ -43,21 +42,11 @@ def run_cli(*argv: str) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
-@pytest.fixture(scope="session")
-def model_file(shared: Path) -> Path:
-    """The Smart Turn v3.2 model: $RXVOICE_SMART_TURN_MODEL or ../shared/models/."""
-    env = os.environ.get(ENV_VAR, "").strip()
-    path = Path(env) if env else shared / "models" / "smart-turn-v3.2-cpu.onnx"
-    if not path.is_file():
-        pytest.fail(f"Smart Turn model not found at {path}: set {ENV_VAR} (see docs/audio.md)")
-    return path
-
-
 @pytest.fixture
-def with_model(model_file: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def with_model(smart_turn_model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The model found through the environment variable, as a user would set it."""
-    monkeypatch.setenv(ENV_VAR, str(model_file))
-    return model_file
+    monkeypatch.setenv(ENV_VAR, str(smart_turn_model))
+    return smart_turn_model
 
 
 @pytest.fixture

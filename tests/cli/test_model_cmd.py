@@ -38,9 +38,9 @@ def test_where_with_a_variable_naming_nothing(without_model: Path, monkeypatch: 
     assert r.code == 1 and "/nowhere/model.onnx (NOT A FILE)" in r.out
 
 
-def test_install_from_the_onnx_file_then_found_in_the_cache(without_model: Path, model_file: Path) -> None:
+def test_install_from_the_onnx_file_then_found_in_the_cache(without_model: Path, smart_turn_model: Path) -> None:
     """--from the .onnx: copied into the user cache, sha256 checked; `where` and the demo then find it."""
-    r = run_cli("model", "install", "--from", str(model_file))
+    r = run_cli("model", "install", "--from", str(smart_turn_model))
     assert r.code == 0, r.err
     cached = without_model / "rxvoice" / MODEL_FILENAME
     assert r.out.strip() == f"installed {cached} (sha256 ok)"
@@ -48,16 +48,16 @@ def test_install_from_the_onnx_file_then_found_in_the_cache(without_model: Path,
     assert f"In use: {cached}" in run_cli("model", "where").out
 
 
-def test_install_from_a_pipecat_wheel_to_a_chosen_place(without_model: Path, model_file: Path,
+def test_install_from_a_pipecat_wheel_to_a_chosen_place(without_model: Path, smart_turn_model: Path,
                                                         tmp_path: Path) -> None:
     """--from a pipecat-ai wheel, --to a path: extracted there, and told how to point rxvoice at it."""
     wheel = tmp_path / "pipecat_ai-1.14.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as z:
-        z.write(model_file, PIPECAT_WHEEL_MEMBER)
+        z.write(smart_turn_model, PIPECAT_WHEEL_MEMBER)
     target = tmp_path / "models" / "st.onnx"
     r = run_cli("model", "install", "--from", str(wheel), "--to", str(target))
     assert r.code == 0, r.err
-    assert target.read_bytes()[:64] == model_file.read_bytes()[:64]
+    assert target.read_bytes()[:64] == smart_turn_model.read_bytes()[:64]
     assert f"{ENV_VAR}={target}" in r.out
 
 

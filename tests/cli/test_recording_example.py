@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "recording.py"
-
-
-def load_example() -> ModuleType:
-    """Import the example file as a module."""
-    spec = importlib.util.spec_from_file_location("recording_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import load_example
 
 
 def test_the_demo_call_ends_three_whole_turns(with_model: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With Smart Turn: three user turns, the mid-sentence pause kept inside the first, each answered."""
-    context = load_example().main([])
+    context = load_example("recording").main([])
     users = [m["content"] for m in context.messages if m["role"] == "user"]
     assert users == [
         "So what I was thinking is that you send me the invoice by email.",
@@ -38,7 +27,7 @@ def test_the_demo_call_ends_three_whole_turns(with_model: Path, capsys: pytest.C
 def test_without_the_model_the_pause_cuts_the_caller_off(without_model: Path, booking_wav: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """No model, the booking call given on the command line: a speech timeout answers the fragments alone."""
-    context = load_example().main([str(booking_wav), str(booking_wav.with_name("booking.transcript.json"))])
+    context = load_example("recording").main([str(booking_wav), str(booking_wav.with_name("booking.transcript.json"))])
     users = [m["content"] for m in context.messages if m["role"] == "user"]
     assert users[0] == "Hi, I would like to book a flight to" and len(users) == 5
     assert "Smart Turn model not found" in capsys.readouterr().out

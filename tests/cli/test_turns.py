@@ -93,11 +93,11 @@ def test_webrtc_vad(with_model: Path, booking_wav: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def booking_json_and_plot(model_file: Path, booking_wav: Path, tmp_path_factory: pytest.TempPathFactory
+def booking_json_and_plot(smart_turn_model: Path, booking_wav: Path, tmp_path_factory: pytest.TempPathFactory
                           ) -> tuple[dict[str, object], Path]:
     """One Smart Turn run of the booking call with --json and --plot (shared by the tests below)."""
     out = tmp_path_factory.mktemp("plots") / "sub" / "booking.png"
-    r = run_cli("turns", str(booking_wav), "--model", str(model_file), "--json", "--plot", str(out))
+    r = run_cli("turns", str(booking_wav), "--model", str(smart_turn_model), "--json", "--plot", str(out))
     assert r.code == 0, r.err
     return json.loads(r.out), out
 

@@ -6,6 +6,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator
 
+import pytest
 import reactivex
 from reactivex import operators as ops
 
@@ -13,28 +14,35 @@ from rxvoice import LLMContext, pipeline
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair
 from rxvoice.pipeline import arun, from_async_iterable, to_async_iterator
-from rxvoice.testing import ScriptedLLM
+from rxvoice.testing import ScriptedLLM, run_virtual
 
 
 async def _lines() -> AsyncIterator[F.Frame]:
     yield F.TranscriptionFrame("hello", finalized=True)
-    await asyncio.sleep(0.8)  # the user pauses; the turn's 0.6 s silence timer runs on the loop
+    await asyncio.sleep(0.8)  # the user pauses; the turn's 0.6 s silence timer runs on the loop (virtual time)
     yield F.EndFrame()
 
 
 def test_a_conversation_runs_on_the_loop() -> None:
-    """arun drives the pair on asyncio: timers fire on the loop thread and the answer is written."""
+    """arun drives the pair on asyncio: timers fire on the loop thread, at loop time, and the answer is written."""
     pair = Pair(LLMContext())
     llm = ScriptedLLM(["Hi!"])
     threads: set[int] = set()
-    pair.user().events.on("on_user_turn_stopped", lambda _a, _p: threads.add(threading.get_ident()))
+    stopped_at: list[float] = []
+
+    def stopped(_agg: object, _p: object) -> None:
+        threads.add(threading.get_ident())
+        stopped_at.append(asyncio.get_running_loop().time())
+
+    pair.user().events.on("on_user_turn_stopped", stopped)
 
     async def main() -> list[F.Frame]:
         return [f async for f in arun(pipeline(pair.user(), llm, pair.assistant()), _lines())]
 
-    out = asyncio.run(main())
+    out = run_virtual(main())
     assert [m["content"] for m in pair.context().messages] == ["hello", "Hi!"]
     assert threads == {threading.get_ident()}
+    assert stopped_at == [pytest.approx(0.6)]
     assert any(isinstance(f, F.EndFrame) for f in out)
 
 

@@ -12,7 +12,6 @@ take ``latency`` virtual seconds (``SchedulerOffload``) but run the real model.
 
 from __future__ import annotations
 
-import os
 import wave
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,14 +27,7 @@ from rxvoice.aggregators import Pair
 from rxvoice.pipeline.stage import Stage
 from rxvoice.testing import FrameMarbles, Recording, ScriptedLLM, Transcript, load_transcript, replay_transcript
 from rxvoice.turns import SchedulerOffload
-
-
-def shared_dir() -> Path:
-    """The shared fixtures folder (``RXVOICE_SHARED``, else ``../shared`` beside the repository)."""
-    for candidate in (os.environ.get("RXVOICE_SHARED"), Path(__file__).resolve().parents[3] / "shared"):
-        if candidate and (Path(candidate) / "audio").is_dir():
-            return Path(candidate)
-    raise RuntimeError("the shared fixtures (audio, models) were not found; set RXVOICE_SHARED")
+from tests.support import shared_dir
 
 CHUNK_SAMPLES = 320  # 20 ms at 16 kHz
 
@@ -44,13 +36,6 @@ def booking_paths() -> tuple[Path, Path]:
     """The recording and its transcript."""
     folder = shared_dir() / "audio" / "conversation"
     return folder / "booking.wav", folder / "booking.transcript.json"
-
-
-def smart_turn_model() -> Path:
-    """The Smart Turn v3.2 model in the shared folder."""
-    path = shared_dir() / "models" / "smart-turn-v3.2-cpu.onnx"
-    assert path.is_file(), f"Smart Turn model missing at {path}"
-    return path
 
 
 def load_booking() -> tuple[np.ndarray, Transcript]:

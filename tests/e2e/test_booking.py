@@ -19,8 +19,9 @@ from rxvoice.audio.vad import SMART_TURN_STOP_SECS, SileroVADAnalyzer, VADParams
 from rxvoice.audio.vad_processor import VADProcessor
 from rxvoice.context import LLMContext
 from rxvoice.turns import SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
+from tests.support import smart_turn_model_path
 
-from .booking import Call, run_call, smart_turn_model
+from .booking import Call, run_call
 
 TURNS = [
     "Hi, I would like to book a flight to Boston, next Friday.",
@@ -34,7 +35,7 @@ MS = 0.0005  # half a millisecond: recorded times are whole milliseconds
 def smart_turn_call(delay: float, latency: float) -> Call:
     """The call with Smart Turn deciding and the VAD stopping after 4 silent windows (each setup run once)."""
     vad = VADProcessor(lambda: SileroVADAnalyzer(params=VADParams(stop_secs=SMART_TURN_STOP_SECS)))
-    pair = Pair(LLMContext(), turns=TurnsConfig(stop=[TurnAnalyzerStop(SmartTurnAnalyzer(smart_turn_model()))]))
+    pair = Pair(LLMContext(), turns=TurnsConfig(stop=[TurnAnalyzerStop(SmartTurnAnalyzer(smart_turn_model_path()))]))
     return run_call([vad], pair, delay=delay, latency=latency)
 
 
@@ -68,7 +69,7 @@ def test_smart_turn_answers_within_a_quarter_second_when_the_words_are_in(latenc
 
 def test_the_default_vad_stop_is_too_late_for_a_quarter_second() -> None:
     """The trade-off pinned: with the VAD's default 0.2 s stop, "Boston, next Friday." is answered > 0.25 s late."""
-    pair = Pair(LLMContext(), turns=TurnsConfig(stop=[TurnAnalyzerStop(SmartTurnAnalyzer(smart_turn_model()))]))
+    pair = Pair(LLMContext(), turns=TurnsConfig(stop=[TurnAnalyzerStop(SmartTurnAnalyzer(smart_turn_model_path()))]))
     call = run_call([VADProcessor()], pair, delay=0.1, latency=0.02)
     assert call.questions == TURNS
     gaps = [answer - end for answer, end in zip(call.answers, call.transcript.turn_ends, strict=True)]

@@ -6,13 +6,14 @@ from rxvoice.aggregators import Pair
 from rxvoice.audio.turn import SmartTurnAnalyzer, TurnTakingDetector
 from rxvoice.context import LLMContext
 from rxvoice.turns import ExternalStrategies, TurnsConfig
+from tests.support import smart_turn_model_path
 
-from .booking import Call, run_call, smart_turn_model
+from .booking import Call, run_call
 from .test_booking import TURNS
 
 
 def detector_call(delay: float, *, interims: bool = False) -> tuple[Call, TurnTakingDetector]:
-    detector = TurnTakingDetector(SmartTurnAnalyzer(smart_turn_model()))
+    detector = TurnTakingDetector(SmartTurnAnalyzer(smart_turn_model_path()))
     pair = Pair(LLMContext(), turns=TurnsConfig(strategies=ExternalStrategies()))
     call = run_call([detector], pair, delay=delay, latency=0.04, interims=interims, offloaded=[detector])
     return call, detector

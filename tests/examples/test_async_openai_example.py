@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "async_openai.py"
-
-
-def load_example() -> ModuleType:
-    name = "rxvoice_example_async_openai"
-    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.support import load_example
 
 
 def test_async_openai_example_prints_the_conversation(capsys: pytest.CaptureFixture[str]) -> None:
     """Offline, the example says it uses a loopback server, then prints three exchanges and the message count."""
-    example = load_example()
+    example = load_example("async_openai")
     context = asyncio.run(asyncio.wait_for(example.main(token_delay=0.0, speech_timeout=0.05, env={}), 10))
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("(no OPENAI_API_KEY: talking to a loopback model at http://127.0.0.1:")
@@ -39,3 +25,20 @@ def test_async_openai_example_prints_the_conversation(capsys: pytest.CaptureFixt
     ]
     assert out[-1] == "9 messages in the conversation."
     assert [m["role"] for m in context.messages].count("tool") == 1
+
+
+def test_the_asyncio_example_holds_a_whole_conversation_with_a_tool_call() -> None:
+    """With no OpenAI settings, the example talks to a loopback server: three turns, one tool call, one re-run."""
+    example = load_example("async_openai")
+    context = asyncio.run(asyncio.wait_for(
+        example.main(token_delay=0.0, speech_timeout=0.05, env={}, echo=False), 5
+    ))
+    messages = context.messages
+    assert [m["role"] for m in messages] == [
+        "system", "user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant",
+    ]
+    assert messages[4]["tool_calls"][0]["function"] == {"name": "get_weather",
+                                                         "arguments": '{"when": "tomorrow evening"}'}
+    assert messages[5]["content"] == '{"when": "tomorrow evening", "sky": "clear", "temp_c": 18}'
+    assert messages[6]["content"].startswith("It will be clear and mild")
+    assert messages[8]["content"] == "You're welcome, enjoy your dinner!"

@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embed_rx.py"
+from tests.support import load_example
 
-
-def load_example() -> ModuleType:
-    name = "rxvoice_example_embed_rx"
-    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-example = load_example()
+example = load_example("embed_rx")
 
 
 def test_the_app_sees_sentences_replies_and_the_conversation_at_exact_times() -> None:

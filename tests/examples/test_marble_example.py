@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "marble_test.py"
+from tests.support import load_example
 
-
-def load_example() -> ModuleType:
-    name = "rxvoice_example_marble_test"
-    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-example = load_example()
+example = load_example("marble_test")
 
 # The example's own tests, collected here (they use rxvoice's `marbles` fixture).
 test_a_slow_tool_call_gets_a_filler = example.test_a_slow_tool_call_gets_a_filler

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.support import REPO, load_script
 
 
 def full_stress() -> bool:
@@ -25,12 +23,7 @@ def load_benchmark(name: str) -> ModuleType:
     key = f"rxvoice_benchmark_{name}"
     if key in sys.modules:
         return sys.modules[key]
-    spec = importlib.util.spec_from_file_location(key, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[key] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "benchmarks" / f"{name}.py", key)
 
 
 class Crashes(logging.Handler):

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from reactivex.disposable import CompositeDisposable
 from reactivex.testing import TestScheduler
-from turns.helpers import FakeAnalyzer
 
 from rxvoice import LLMContext, pipeline
 from rxvoice import frames as F
@@ -30,6 +29,7 @@ from rxvoice.audio.turn.stream import SmartTurnStream
 from rxvoice.summarization import AutoSummarizationConfig, SummaryConfig
 from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, ToolCall
 from rxvoice.turns import SchedulerOffload, TurnAnalyzerStop, TurnsConfig
+from tests.turns.helpers import FakeAnalyzer
 
 from .conftest import Crashes
 

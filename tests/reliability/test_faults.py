@@ -9,15 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from typing import Any
 
 import numpy as np
 import pytest
 from reactivex import operators as ops
 from reactivex.subject import Subject
-from services._harness import Harness, SteppedClock
-from turns.helpers import FakeAnalyzer
 
 import rxvoice.audio.vad_processor as vad_processor
 from rxvoice import LLMContext, pipeline
@@ -29,8 +26,10 @@ from rxvoice.errors import InvalidFrameError, InvalidToolCallError, ModelError, 
 from rxvoice.pipeline import DOWN, UP, Direction, Port, Processor, lift, loop_scheduler
 from rxvoice.services import LoopbackChatServer, StreamReply, text_chunks
 from rxvoice.services.openai import OpenAILLM
-from rxvoice.testing import FrameMarbles, Recording, Reply, ScriptedLLM
+from rxvoice.testing import FrameMarbles, Recording, Reply, ScriptedLLM, run_virtual
 from rxvoice.turns import SchedulerOffload, TurnAnalyzerStop, TurnsConfig
+from tests.services._harness import Harness, SteppedClock
+from tests.turns.helpers import FakeAnalyzer
 
 from .conftest import Crashes
 
@@ -357,37 +356,38 @@ def test_a_blocking_sync_handler_delays_the_session_but_loses_nothing() -> None:
     every one of them is handled, in order."""
     pair = Pair(LLMContext())
     blocking = threading.Event()
+    released = threading.Event()
     later: list[str] = []
 
     def slow(_agg: Any, _stopped: Any) -> None:
         blocking.set()
-        time.sleep(0.3)  # a handler doing blocking I/O on the session's thread
+        assert released.wait(5.0)  # a handler stuck in blocking I/O on the session's thread until the other is done
 
     pair.user().events.on("on_user_turn_stopped", slow)
     pair.user().events.on("on_user_turn_message_added", lambda _a, m: later.append(m.content))
     down: Subject[F.Frame] = Subject()
     out: list[F.Frame] = []
 
+    def other_thread() -> None:
+        assert blocking.wait(5.0)
+        for i in range(50):  # arrives while the handler blocks the loop
+            down.on_next(F.TextFrame(f"t{i}"))
+        down.on_next(F.LLMMessagesAppendFrame([{"role": "user", "content": "typed meanwhile"}], run_llm=True))
+        released.set()
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         sub = pipeline(pair.user(), ScriptedLLM(["A.", "B.", "C."]), pair.assistant()).connect(down)[0].subscribe(
             out.append, scheduler=loop_scheduler(loop))
-
-        def other_thread() -> None:
-            assert blocking.wait(5.0)
-            for i in range(50):  # arrives while the handler blocks the loop
-                down.on_next(F.TextFrame(f"t{i}"))
-            down.on_next(F.LLMMessagesAppendFrame([{"role": "user", "content": "typed meanwhile"}], run_llm=True))
-
         thread = threading.Thread(target=other_thread)
         thread.start()
         down.on_next(FIRST)
-        await asyncio.sleep(0.7)  # the speech timeout ends the turn: the handler blocks for 0.3 s
+        await asyncio.sleep(0.7)  # virtual: the speech timeout ends the turn and the handler blocks
         thread.join(5.0)
         await asyncio.sleep(0.1)
         sub.dispose()
 
-    asyncio.run(main())
+    run_virtual(main())
     texts = [f.text for f in out if type(f) is F.TextFrame]
     assert texts == [f"t{i}" for i in range(50)]
     assert said(pair) == ["book a table for two", "typed meanwhile"]
@@ -422,11 +422,11 @@ def test_an_async_handler_that_waits_does_not_hold_up_frames() -> None:
             for f in frames:
                 down.on_next(f)
             while "handler resumes" not in order:  # noqa: ASYNC110 (a bounded poll)
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)  # virtual time: a poll costs nothing
             await pair.user().events.drain()
             sub.dispose()
 
-    asyncio.run(main())
+    run_virtual(main())
     assert order == ["handler waits", "answer written", "handler resumes"]
 
 

@@ -29,7 +29,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from turns.helpers import FakeAnalyzer
 
 from rxvoice import LLMContext, pipeline
 from rxvoice import frames as F
@@ -48,6 +47,7 @@ from rxvoice.turns import (
     TurnAnalyzerStop,
     TurnsConfig,
 )
+from tests.turns.helpers import FakeAnalyzer
 
 from .conftest import Crashes, full_stress
 
