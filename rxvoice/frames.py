@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from .summarization import SummaryConfig
 
 __all__ = [
+    "DOWN",
+    "UP",
     "AggregatedTextFrame",
     "AggregationType",
     "BotSpeakingFrame",
@@ -38,6 +40,7 @@ __all__ = [
     "CancelFrame",
     "ControlFrame",
     "DataFrame",
+    "Direction",
     "EndFrame",
     "ErrorFrame",
     "FatalErrorFrame",
@@ -103,6 +106,24 @@ __all__ = [
     "VADUserStoppedSpeakingFrame",
     "is_system",
 ]
+
+
+class Direction(enum.Enum):
+    """Which way a frame travels: downstream (input to output) or back upstream."""
+
+    DOWNSTREAM = "downstream"
+    UPSTREAM = "upstream"
+
+    @property
+    def opposite(self) -> Direction:
+        """The other direction."""
+        return Direction.UPSTREAM if self is Direction.DOWNSTREAM else Direction.DOWNSTREAM
+
+
+DOWN = Direction.DOWNSTREAM
+"""Shorthand for ``Direction.DOWNSTREAM``: from the input (the user) towards the output (the speaker)."""
+UP = Direction.UPSTREAM
+"""Shorthand for ``Direction.UPSTREAM``: back towards the input (bot speaking, tool re-runs, summaries)."""
 
 
 class FrameKind(enum.Enum):

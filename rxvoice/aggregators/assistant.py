@@ -12,8 +12,10 @@ from reactivex import abc
 from ..context import LLMContext
 from ..events import EventRegistry
 from ..frames import (
+    DOWN,
     AggregatedTextFrame,
     CancelFrame,
+    Direction,
     EndFrame,
     Frame,
     LLMTextFrame,
@@ -23,7 +25,6 @@ from ..frames import (
     TTSTextFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
-from ..pipeline.stage import DOWN, Direction
 from ..text.parts import Part, concatenate
 from .assistant_core import ASSISTANT_EVENTS, AfterWrite, AssistantCore, AssistantState, ClearText, HoldText, Skip
 from .effects import ShellSession

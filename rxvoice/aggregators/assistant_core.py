@@ -15,9 +15,12 @@ from typing import Any, NamedTuple
 
 from ..context import IN_PROGRESS, LLMSpecificMessage
 from ..frames import (
+    DOWN,
+    UP,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     CancelFrame,
+    Direction,
     EndFrame,
     Frame,
     FunctionCallCancelFrame,
@@ -43,7 +46,6 @@ from ..frames import (
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
 )
-from ..pipeline.stage import DOWN, UP, Direction
 from ..text.parts import Part, concatenate
 from .context_writes import context_update, tool_choice_update, tools_update
 from .effects import Broadcast, Emit, EmitContext, Raise, Write

@@ -18,9 +18,8 @@ from reactivex import abc
 from ..context import LLMContext
 from ..errors import RxVoiceError
 from ..events import NO_PAYLOAD, EventRegistry
-from ..frames import Frame, LLMContextFrame
+from ..frames import DOWN, UP, Direction, Frame, LLMContextFrame
 from ..pipeline.processor import Port
-from ..pipeline.stage import DOWN, UP, Direction
 
 if TYPE_CHECKING:
     from ..pipeline.processor import Processor

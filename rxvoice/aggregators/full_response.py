@@ -5,9 +5,16 @@ from __future__ import annotations
 import logging
 
 from ..events import EventRegistry
-from ..frames import Frame, InterruptionFrame, LLMFullResponseEndFrame, LLMFullResponseStartFrame, LLMTextFrame
+from ..frames import (
+    DOWN,
+    Direction,
+    Frame,
+    InterruptionFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+)
 from ..pipeline.processor import EventfulProcessor, Port
-from ..pipeline.stage import DOWN, Direction
 from .reports import Completion
 
 __all__ = ["FullResponse"]

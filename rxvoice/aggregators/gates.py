@@ -18,10 +18,9 @@ from reactivex import Observable, abc
 
 from ..errors import ConfigurationError
 from ..events import EventRegistry
-from ..frames import CancelFrame, EndFrame, Frame, FrameKind, LLMContextFrame
+from ..frames import DOWN, CancelFrame, Direction, EndFrame, Frame, FrameKind, LLMContextFrame
 from ..notify import Notifier
 from ..pipeline.processor import EventfulProcessor, Port
-from ..pipeline.stage import DOWN, Direction
 
 __all__ = ["GateFunc", "Gated", "GatedConfig", "GatedContext"]
 

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from ..errors import ConfigurationError
 from ..events import EventRegistry
 from ..frames import (
+    DOWN,
     AggregatedTextFrame,
+    Direction,
     EndFrame,
     Frame,
     InterruptionFrame,
@@ -18,7 +20,6 @@ from ..frames import (
     LLMTextFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
-from ..pipeline.stage import DOWN, Direction
 from ..text._engine import TextAggregatorEngine
 from ..text.aggregation import TOKEN, Aggregation, TextAggregator
 from ..text.simple import SimpleTextAggregator

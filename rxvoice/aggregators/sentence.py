@@ -6,9 +6,8 @@ import logging
 
 from ..errors import ConfigurationError
 from ..events import EventRegistry
-from ..frames import EndFrame, Frame, InterimTranscriptionFrame, TextFrame
+from ..frames import DOWN, Direction, EndFrame, Frame, InterimTranscriptionFrame, TextFrame
 from ..pipeline.processor import EventfulProcessor, Port
-from ..pipeline.stage import DOWN, Direction
 from ..text.tokenizer import IncrementalSentenceTokenizer, SentenceTokenizer, default_tokenizer
 
 __all__ = ["Sentence"]

@@ -12,9 +12,8 @@ import logging
 
 from ..context import LLMContext
 from ..events import EventRegistry
-from ..frames import Frame
+from ..frames import DOWN, Direction, Frame
 from ..pipeline.processor import EventfulProcessor, Port, Processor
-from ..pipeline.stage import DOWN, Direction
 from ..turns.controller import TurnController
 from .effects import ShellSession
 from .turn_common import TurnCoreBase, UseController

@@ -34,6 +34,7 @@ from ..context import ContextSnapshot, LLMContext, Messages
 from ..errors import ConfigurationError, SummarizationError
 from ..events import EventRegistry
 from ..frames import (
+    Direction,
     Frame,
     InterruptionFrame,
     LLMContextSummaryRequestFrame,
@@ -42,7 +43,7 @@ from ..frames import (
     LLMSummarizeContextFrame,
 )
 from ..pipeline.session import Session
-from ..pipeline.stage import Direction, Stage
+from ..pipeline.stage import Stage
 from ..summarization import (
     AppliedSummary,
     AutoSummarizationConfig,

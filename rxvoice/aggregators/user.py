@@ -10,12 +10,11 @@ from reactivex import abc
 
 from ..context import LLMContext
 from ..events import EventRegistry
-from ..frames import Frame
+from ..frames import DOWN, Direction, Frame
 from ..pipeline.processor import Port
-from ..pipeline.stage import DOWN, Direction
 from ..turns.config import TurnsConfig
 from ..turns.mute import MuteStrategy
-from ..turns.offload import Offload
+from ..workers import Offload
 from .strategy_shell import StrategyProcessor, StrategyShell
 from .user_core import USER_EVENTS, AnalyzeAudio, ShellEffect, UserCore, UserState
 from .vad_config import VADConfig

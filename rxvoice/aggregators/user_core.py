@@ -22,9 +22,12 @@ from typing import Any, NamedTuple
 
 from ..events import Lazy
 from ..frames import (
+    DOWN,
+    UP,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     CancelFrame,
+    Direction,
     EndFrame,
     Frame,
     InputAudioRawFrame,
@@ -49,7 +52,6 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from ..pipeline.stage import DOWN, UP, Direction
 from ..text.parts import Part, concatenate
 from ..turns.config import TurnsConfig
 from ..turns.controller import (

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 from reactivex import abc
 
 from ..errors import ConfigurationError, InvalidAudioError
-from ..frames import InputAudioRawFrame
-from ..pipeline.stage import DOWN
+from ..frames import DOWN, InputAudioRawFrame
 from ..turns.vad_controller import VADControllerState, VADSettings, vad_audio_idle, vad_step
 
 if TYPE_CHECKING:

@@ -27,7 +27,10 @@ from reactivex import abc
 from ..errors import ConfigurationError, InvalidAudioError, RxVoiceError
 from ..events import EventRegistry
 from ..frames import (
+    DOWN,
+    UP,
     CancelFrame,
+    Direction,
     EndFrame,
     Frame,
     InputAudioRawFrame,
@@ -36,7 +39,6 @@ from ..frames import (
     VADParamsUpdateFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
-from ..pipeline.stage import DOWN, UP, Direction
 from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 from .pcm import to_float32_mono
 from .resample import StreamResampler

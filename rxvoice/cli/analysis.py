@@ -55,12 +55,12 @@ from ..audio.vad import (
 from ..audio.vad.analyzer import WindowAnalysis
 from ..audio.vad_processor import VADProcessor
 from ..context import LLMContext
-from ..frames import Frame
+from ..frames import DOWN, Direction, Frame
 from ..pipeline import pipeline
 from ..pipeline.bridges import loop_scheduler
 from ..pipeline.processor import Port, Processor
 from ..pipeline.session import Session
-from ..pipeline.stage import DOWN, Direction, Stage
+from ..pipeline.stage import Stage
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
 from ..turns import SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig

@@ -1,9 +1,10 @@
 """Duplex stages, pipelines, sessions and asyncio bridges."""
 
+from ..frames import DOWN, UP, Direction
 from .bridges import arun, from_async_iterable, loop_scheduler, to_async_iterator
 from .processor import FrameHandler, Port, Processor
 from .session import Session, default_scheduler
-from .stage import DOWN, UP, Direction, Operator, Pipeline, Stage, as_stage, lift, pipeline
+from .stage import Operator, Pipeline, Stage, as_stage, lift, pipeline
 
 __all__ = [
     "DOWN",

@@ -23,9 +23,9 @@ from reactivex.disposable import CompositeDisposable, Disposable
 
 from ..errors import InvalidFrameError
 from ..events import EventRegistry
-from ..frames import ErrorFrame, Frame
+from ..frames import DOWN, UP, Direction, ErrorFrame, Frame
 from .session import Session, session_of
-from .stage import DOWN, UP, Direction, Stage
+from .stage import Stage
 from .wire import FrameSource, Sink, connect, fan_out
 
 __all__ = ["EventfulProcessor", "FrameHandler", "Port", "Processor"]

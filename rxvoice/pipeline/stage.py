@@ -11,7 +11,6 @@ and lifts plain operators into stages that pass upstream frames through.
 
 from __future__ import annotations
 
-import enum
 import functools
 import threading
 from abc import ABC, abstractmethod
@@ -22,7 +21,7 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 
-from ..frames import Frame
+from ..frames import DOWN, UP, Direction, Frame
 from .session import Session
 from .wire import Feed, FrameSource, Sink, connect
 
@@ -30,24 +29,6 @@ __all__ = ["Direction", "Operator", "Pipeline", "Stage", "as_stage", "lift", "pi
 
 Operator = Callable[[Observable[Frame]], Observable[Frame]]
 """A plain reactivex operator on frames; :func:`pipeline` lifts it into a stage."""
-
-
-class Direction(enum.Enum):
-    """Which way a frame travels: downstream (input to output) or back upstream."""
-
-    DOWNSTREAM = "downstream"
-    UPSTREAM = "upstream"
-
-    @property
-    def opposite(self) -> Direction:
-        """The other direction."""
-        return Direction.UPSTREAM if self is Direction.DOWNSTREAM else Direction.DOWNSTREAM
-
-
-DOWN = Direction.DOWNSTREAM
-"""Shorthand for ``Direction.DOWNSTREAM``: from the input (the user) towards the output (the speaker)."""
-UP = Direction.UPSTREAM
-"""Shorthand for ``Direction.UPSTREAM``: back towards the input (bot speaking, tool re-runs, summaries)."""
 
 
 class Stage(ABC):

@@ -58,7 +58,9 @@ from ..context import ContextSnapshot
 from ..errors import ConfigurationError, ServiceError
 from ..events import EventRegistry
 from ..frames import (
+    DOWN,
     CancelFrame,
+    Direction,
     Frame,
     FrameKind,
     FunctionCallCancelFrame,
@@ -77,7 +79,6 @@ from ..frames import (
     LLMThoughtStartFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
-from ..pipeline.stage import DOWN, Direction
 from ..summarization import format_transcript, messages_to_summarize
 from ._jobs import Job, running_loop, scheduler_loop
 from .chat_stream import ChatStreamDecoder, ToolCallRequest, status_error

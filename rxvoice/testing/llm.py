@@ -20,7 +20,10 @@ from reactivex import abc
 
 from ..context import ContextSnapshot
 from ..frames import (
+    DOWN,
+    UP,
     CancelFrame,
+    Direction,
     EndFrame,
     Frame,
     FunctionCallCancelFrame,
@@ -40,7 +43,6 @@ from ..frames import (
     LLMThoughtTextFrame,
 )
 from ..pipeline.processor import Port, Processor
-from ..pipeline.stage import DOWN, UP, Direction
 
 __all__ = ["Reply", "ScriptedLLM", "ToolCall", "tokens"]
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..frames import (
+    Direction,
     Frame,
     InterimTranscriptionFrame,
     ProposedUserStartedSpeakingFrame,
@@ -31,7 +32,6 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from ..pipeline.stage import Direction
 from .strategy import (
     Analyze,
     Arm,

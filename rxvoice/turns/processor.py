@@ -34,7 +34,9 @@ from ..context import LLMContext
 from ..errors import ConfigurationError
 from ..events import EventRegistry, Lazy
 from ..frames import (
+    DOWN,
     CancelFrame,
+    Direction,
     EndFrame,
     Frame,
     InterimTranscriptionFrame,
@@ -51,7 +53,7 @@ from ..frames import (
     VADUserStoppedSpeakingFrame,
 )
 from ..pipeline.processor import Port
-from ..pipeline.stage import DOWN, Direction
+from ..workers import Offload
 from .config import TurnsConfig
 from .controller import (
     AggregationReset,
@@ -69,7 +71,6 @@ from .controller import (
 from .idle import IDLE_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteState, MuteStrategy, mute_initial, mute_step
-from .offload import Offload
 from .recommend import recommended_controller
 
 __all__ = ["TURN_EVENTS", "TurnProcessorCore", "TurnProcessorState", "UserTurnProcessor"]
@@ -300,7 +301,7 @@ class UserTurnProcessor(StrategyProcessor):
         mute: Mute strategies (merged with ``turns.mute``).
         scheduler: The scheduler to run on (default: the one given at
             subscribe time).
-        offload: Where heavy strategy work runs (see :mod:`rxvoice.turns.offload`).
+        offload: Where heavy strategy work runs (see :mod:`rxvoice.workers`).
 
     Events (``handler(processor, payload)``): ``on_user_turn_started``
     (the start strategy), ``on_user_turn_stopped`` (a

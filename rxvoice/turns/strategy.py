@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, NamedTuple, TypeAlias, TypeVar
 
-from ..frames import Frame
-from ..pipeline.stage import DOWN, Direction
+from ..frames import DOWN, Direction, Frame
 
 __all__ = [
     "HALT",

@@ -39,7 +39,10 @@ from reactivex import abc
 from ...errors import ConfigurationError
 from ...events import EventRegistry
 from ...frames import (
+    DOWN,
+    UP,
     CancelFrame,
+    Direction,
     EndFrame,
     Frame,
     InputAudioRawFrame,
@@ -54,9 +57,8 @@ from ...frames import (
     VADUserStoppedSpeakingFrame,
 )
 from ...pipeline.processor import EventfulProcessor, Port
-from ...pipeline.stage import DOWN, UP, Direction
 from ...turns.analyzer import AnalyzerSession, EndOfTurnAnalyzer
-from ...turns.offload import Offload
+from ...workers import Offload
 from ..vad_processor import VADProcessor, _VADSession
 from .smart_turn import SmartTurnAnalyzer
 

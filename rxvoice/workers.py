@@ -1,11 +1,13 @@
-"""Where heavy strategy work runs (an end-of-turn model), and executors for tests.
+"""Where heavy work runs (an end-of-turn model, a summary, a recognizer), and executors for tests.
 
-A stage that runs turn strategies (the user aggregator, the
-:class:`~rxvoice.turns.UserTurnProcessor`) hands each :class:`~rxvoice.turns.strategy.Analyze`
-job to its ``offload``: a callable taking the job and returning a
-:class:`concurrent.futures.Future` of its result. The default (``None``) is
-rxvoice's shared worker thread. The result re-enters the session through its
-gate, so it is handled like any other input, one at a time.
+A stage with work too slow for the session (the user aggregator's
+end-of-turn model, the :class:`~rxvoice.turns.UserTurnProcessor`, the
+turn-taking detector, a speech-to-text stage) hands each job to its
+``offload``: a callable taking the job and returning a
+:class:`concurrent.futures.Future` of its result. The default is
+:func:`default_offload`, rxvoice's one shared worker pool. The result
+re-enters the session through its gate, so it is handled like any other
+input, one at a time.
 
 Set it on the stage, before the pipeline runs::
 
@@ -20,17 +22,44 @@ virtual seconds after it was asked for.
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from reactivex import abc
 
-from ..errors import ConfigurationError
+from .errors import ConfigurationError
 
-__all__ = ["Offload", "SchedulerOffload", "inline_offload"]
+__all__ = ["Offload", "SchedulerOffload", "default_offload", "inline_offload", "shared_pool"]
 
 Offload: TypeAlias = Callable[[Callable[[], Any]], "concurrent.futures.Future[Any]"]
 """Runs a job somewhere and returns a future of its result."""
+
+
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_POOL_WORKERS = 2
+
+
+def shared_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The one worker pool rxvoice's stages share (two threads: one per core of a small machine).
+
+    Created on first use. Jobs of one session never overlap each other there:
+    each stage keeps at most one job of a kind in flight.
+    """
+    global _POOL
+    pool = _POOL
+    if pool is None:
+        with _POOL_LOCK:
+            pool = _POOL
+            if pool is None:
+                pool = _POOL = concurrent.futures.ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="rxvoice-worker")
+    return pool
+
+
+def default_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    """Run ``job`` on :func:`shared_pool`: the default ``offload`` of every stage."""
+    return shared_pool().submit(job)
 
 
 def _settle(future: concurrent.futures.Future[Any], job: Callable[[], Any]) -> None:
