@@ -14,7 +14,7 @@ from ..frames import DOWN, Direction, Frame
 from ..pipeline.processor import Port
 from ..turns.config import TurnsConfig
 from ..turns.mute import MuteStrategy
-from ..workers import Offload
+from ..turns.offload import Offload
 from .strategy_shell import StrategyProcessor, StrategyShell
 from .user_core import USER_EVENTS, AnalyzeAudio, ShellEffect, UserCore, UserState
 from .vad_config import VADConfig

@@ -3,7 +3,6 @@
 See ``docs/turn-taking.md`` for each strategy with a marble diagram.
 """
 
-from ..workers import Offload, SchedulerOffload, inline_offload
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
 from .config import (
     DEFAULT_INTERRUPTED_PROMPT,
@@ -23,6 +22,7 @@ from .mute import (
     MuteStrategy,
     MuteUntilFirstBotComplete,
 )
+from .offload import Offload, SchedulerOffload, inline_offload
 from .processor import UserTurnProcessor
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (

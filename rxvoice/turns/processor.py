@@ -53,7 +53,6 @@ from ..frames import (
     VADUserStoppedSpeakingFrame,
 )
 from ..pipeline.processor import Port
-from ..workers import Offload
 from .config import TurnsConfig
 from .controller import (
     AggregationReset,
@@ -71,6 +70,7 @@ from .controller import (
 from .idle import IDLE_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteState, MuteStrategy, mute_initial, mute_step
+from .offload import Offload
 from .recommend import recommended_controller
 
 __all__ = ["TURN_EVENTS", "TurnProcessorCore", "TurnProcessorState", "UserTurnProcessor"]
@@ -301,7 +301,7 @@ class UserTurnProcessor(StrategyProcessor):
         mute: Mute strategies (merged with ``turns.mute``).
         scheduler: The scheduler to run on (default: the one given at
             subscribe time).
-        offload: Where heavy strategy work runs (see :mod:`rxvoice.workers`).
+        offload: Where heavy strategy work runs (see :mod:`rxvoice.turns.offload`).
 
     Events (``handler(processor, payload)``): ``on_user_turn_started``
     (the start strategy), ``on_user_turn_stopped`` (a

@@ -58,7 +58,7 @@ from ...frames import (
 )
 from ...pipeline.processor import EventfulProcessor, Port
 from ...turns.analyzer import AnalyzerSession, EndOfTurnAnalyzer
-from ...workers import Offload
+from ...turns.offload import Offload
 from ..vad_processor import VADProcessor, _VADSession
 from .smart_turn import SmartTurnAnalyzer
 
