@@ -18,6 +18,7 @@ __all__ = [
     "ModelError",
     "ModelNotFoundError",
     "RxVoiceError",
+    "RxVoiceWarning",
     "ServiceError",
     "SummarizationError",
 ]
@@ -74,3 +75,7 @@ class ServiceError(RxVoiceError, RuntimeError):
 
 class SummarizationError(RxVoiceError, RuntimeError):
     """A summary could not be produced or applied; the conversation is left as it was."""
+
+
+class RxVoiceWarning(UserWarning):
+    """Something that works but probably not as meant (a stage subscribed twice, say)."""

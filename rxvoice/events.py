@@ -8,6 +8,20 @@ moment the event is raised, which is what makes events assertable in
 virtual-time tests. Coroutine functions run on the asyncio loop, one at a
 time per registry, in the order the events were raised, so a slow handler
 never holds up frames. A handler that raises is logged and contained.
+
+Each running session raises its events through its own
+:class:`SessionEvents` (from :meth:`EventRegistry.session`): the events are
+stamped with that session's clock, and the async handlers it started are its
+own, so when the session ends they get :data:`ASYNC_GRACE` seconds to finish
+and are then cancelled. Nothing of one session is kept on the shared
+registry.
+
+:func:`contain` is the one way rxvoice calls an application's callback (an
+event handler, an ``on_idle`` callback, a tool's ``on_context_updated``): an
+``Exception`` or a ``CancelledError`` it raises is logged and contained, an
+awaitable it returns runs on the running loop (or, with no loop running, to
+completion at once), and only an interpreter exit (``KeyboardInterrupt``,
+``SystemExit``) goes through.
 """
 
 from __future__ import annotations
@@ -17,6 +31,7 @@ import contextlib
 import inspect
 import logging
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, overload
@@ -29,7 +44,7 @@ from reactivex.subject import Subject
 from ._subjects import ContainedSubject
 from .errors import ConfigurationError
 
-__all__ = ["NO_PAYLOAD", "Event", "EventRegistry", "Handler", "Lazy"]
+__all__ = ["ASYNC_GRACE", "NO_PAYLOAD", "Event", "EventRegistry", "Handler", "Lazy", "SessionEvents", "contain"]
 
 log = logging.getLogger("rxvoice.events")
 
@@ -46,6 +61,64 @@ class _NoPayload:
 
 NO_PAYLOAD: Final = _NoPayload()
 """Marks an event raised without a payload."""
+
+
+ASYNC_GRACE = 1.0
+"""Seconds a session's unfinished async handlers get after the session ends, before they are cancelled."""
+
+_CONTAINED: tuple[type[BaseException], ...] = (Exception, asyncio.CancelledError)
+
+
+def contain(fn: Callable[..., Any], *args: Any, what: str = "a callback",
+            tasks: set[asyncio.Future[Any]] | None = None) -> Any:
+    """Call an application callback; nothing it does can break the caller.
+
+    An ``Exception`` (or ``CancelledError``) it raises is logged and ``None``
+    returned. If it returns an awaitable, that runs as a task on the running
+    loop (added to ``tasks`` while it runs) or, with no loop running, to
+    completion right here; its failure is logged too. ``KeyboardInterrupt``
+    and ``SystemExit`` propagate.
+    """
+    try:
+        result = fn(*args)
+    except _CONTAINED:
+        log.exception("%s raised; contained", what)
+        return None
+    if inspect.isawaitable(result):
+        run_awaitable(result, what=what, tasks=tasks)
+        return None
+    return result
+
+
+def run_awaitable(awaitable: Awaitable[Any], *, what: str, tasks: set[asyncio.Future[Any]] | None = None) -> None:
+    """Run ``awaitable`` as a task on the running loop, or to completion now when no loop runs."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        try:
+            asyncio.run(_guarded_await(awaitable, what))
+        except _CONTAINED:
+            log.exception("%s raised; contained", what)
+        return
+    task = loop.create_task(_guarded_await(awaitable, what))
+    if tasks is not None:
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+
+def _cancel_later(loop: asyncio.AbstractEventLoop, after: float, task: asyncio.Future[Any]) -> None:
+    loop.call_later(after, task.cancel)
+
+
+async def _guarded_await(awaitable: Awaitable[Any], what: str) -> None:
+    try:
+        await awaitable
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("%s raised; contained", what)
 
 
 class Lazy:
@@ -100,7 +173,8 @@ class EventRegistry:
         self._handlers: dict[str, list[_Entry]] = {}
         self._subject: Subject[Event] = ContainedSubject("an event registry")
         self._clock: Callable[[], float] = lambda: 0.0
-        self._async_tail: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
+        self._lane = _AsyncLane()
+        self._lanes: weakref.WeakSet[_AsyncLane] = weakref.WeakSet()
         self._lock = threading.Lock()
         for name in names:
             self.register(name)
@@ -176,7 +250,22 @@ class EventRegistry:
         return self._subject.pipe(ops.filter(keep))
 
     def emit(self, name: str, payload: Any = NO_PAYLOAD) -> None:
-        """Raise ``name``: run its handlers and tell observers. Never raises."""
+        """Raise ``name``: run its handlers and tell observers. Never raises.
+
+        Stages raise through their session's :class:`SessionEvents`; this is
+        for events of the object itself (stamped with the clock of
+        :meth:`set_clock`).
+        """
+        self._emit(name, payload, self._clock, self._lane)
+
+    def session(self, clock: Callable[[], float]) -> SessionEvents:
+        """The events of one running session: stamped with its clock, its async handlers its own."""
+        lane = _AsyncLane()
+        with self._lock:
+            self._lanes.add(lane)
+        return SessionEvents(self, clock, lane)
+
+    def _emit(self, name: str, payload: Any, clock: Callable[[], float], lane: _AsyncLane) -> None:
         entries = self._handlers.get(name)
         if entries is None:
             log.error("%r raised undeclared event %r", self._source, name)
@@ -189,16 +278,16 @@ class EventRegistry:
             except Exception:
                 log.exception("building the payload of %s failed; not raised", name)
                 return
-        event = Event(name, self._source, payload, self._clock())
+        event = Event(name, self._source, payload, clock())
         if self._subject.observers:
             try:
                 self._subject.on_next(event)
-            except Exception:
+            except _CONTAINED:
                 log.exception("an observer of %s.%s raised; contained", type(self._source).__name__, name)
         for entry in list(entries):
-            self._call(entry, event)
+            self._call(entry, event, lane)
 
-    def _call(self, entry: _Entry, event: Event) -> None:
+    def _call(self, entry: _Entry, event: Event, lane: _AsyncLane) -> None:
         args: tuple[Any, ...]
         if entry.wants_payload:
             args = (event.source, None if event.payload is NO_PAYLOAD else event.payload)
@@ -206,54 +295,27 @@ class EventRegistry:
             args = (event.source,)
         try:
             result = entry.handler(*args)
-        except Exception:
+        except _CONTAINED:
             log.exception("handler %r for %s raised; contained", entry.handler, event.name)
             return
         if inspect.isawaitable(result):
-            self._run_async(result, entry.handler, event.name)
-
-    def _run_async(self, awaitable: Awaitable[Any], handler: Handler, name: str) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None:
-            # No loop to hand it to: run it to completion here, so it is not lost.
-            try:
-                asyncio.run(_as_coroutine(awaitable))
-            except Exception:
-                log.exception("async handler %r for %s raised; contained", handler, name)
-            return
-        previous = self._async_tail.get(loop)
-
-        async def serially() -> None:
-            if previous is not None and not previous.done():
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(previous)
-            try:
-                await awaitable
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("async handler %r for %s raised; contained", handler, name)
-
-        task = loop.create_task(serially())
-        self._async_tail[loop] = task
+            lane.run(result, f"async handler {entry.handler!r} for {event.name}")
 
     async def drain(self) -> None:
         """Wait until every async handler raised so far has finished (for tests and shutdown)."""
-        loop = asyncio.get_running_loop()
-        tail = self._async_tail.get(loop)
-        while tail is not None and not tail.done():
-            await asyncio.wait([tail])
-            tail = self._async_tail.get(loop)
+        await self._lane.drain()
+        with self._lock:
+            lanes = list(self._lanes)
+        for lane in lanes:
+            await lane.drain()
 
     def cancel_pending(self) -> None:
-        """Cancel async handlers still running (on disposal)."""
-        for tail in list(self._async_tail.values()):
-            if not tail.done():
-                tail.get_loop().call_soon_threadsafe(tail.cancel)
-        self._async_tail.clear()
+        """Cancel async handlers still running, of the object and of every session (on disposal)."""
+        self._lane.cancel()
+        with self._lock:
+            lanes = list(self._lanes)
+        for lane in lanes:
+            lane.cancel()
 
     def subscription(self, name: str, handler: Handler) -> Disposable:
         """Add ``handler`` and return a disposable that removes it."""
@@ -265,5 +327,83 @@ class EventRegistry:
         return Disposable(remove)
 
 
-async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
+class SessionEvents:
+    """The events one session raises: its clock on every event, its own async handlers.
+
+    Made by :meth:`EventRegistry.session`; a stage's shell raises through it.
+    :meth:`close` gives async handlers still running ``grace`` seconds
+    (:data:`ASYNC_GRACE`), then cancels them, so none outlives its session.
+    """
+
+    __slots__ = ("_clock", "_lane", "registry")
+
+    def __init__(self, registry: EventRegistry, clock: Callable[[], float], lane: _AsyncLane) -> None:
+        self.registry = registry
+        self._clock = clock
+        self._lane = lane
+
+    def emit(self, name: str, payload: Any = NO_PAYLOAD) -> None:
+        """Raise ``name`` (see :meth:`EventRegistry.emit`). Never raises."""
+        self.registry._emit(name, payload, self._clock, self._lane)
+
+    def listened(self, name: str) -> bool:
+        """Whether raising ``name`` would reach anyone."""
+        return self.registry.listened(name)
+
+    @property
+    def tasks(self) -> frozenset[asyncio.Future[Any]]:
+        """Async handlers of this session still running."""
+        return frozenset(self._lane.tasks)
+
+    def close(self, grace: float = ASYNC_GRACE) -> None:
+        """The session ended: async handlers still running are cancelled after ``grace`` seconds."""
+        self._lane.cancel(after=grace)
+
+
+class _AsyncLane:
+    """Async handlers run one at a time, in the order raised, per loop; tracked so they can be cancelled."""
+
+    __slots__ = ("__weakref__", "tail", "tasks")
+
+    def __init__(self) -> None:
+        self.tail: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
+        self.tasks: set[asyncio.Future[Any]] = set()
+
+    def run(self, awaitable: Awaitable[Any], what: str) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            run_awaitable(awaitable, what=what)  # no loop to hand it to: run it to completion here
+            return
+        previous = self.tail.get(loop)
+
+        async def serially() -> None:
+            if previous is not None and not previous.done():
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(previous)
+            await _guarded_await(awaitable, what)
+
+        task = loop.create_task(serially())
+        self.tail[loop] = task
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        tail = self.tail.get(loop)
+        while tail is not None and not tail.done():
+            await asyncio.wait([tail])
+            tail = self.tail.get(loop)
+
+    def cancel(self, after: float = 0.0) -> None:
+        for task in list(self.tasks):
+            if task.done():
+                continue
+            loop = task.get_loop()
+            if loop.is_closed():
+                continue
+            if after > 0:
+                loop.call_soon_threadsafe(_cancel_later, loop, after, task)
+            else:
+                loop.call_soon_threadsafe(task.cancel)
+        self.tail.clear()

@@ -20,14 +20,16 @@ __all__ = ["Offload", "SchedulerOffload", "default_offload", "inline_offload", "
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
-_POOL_WORKERS = 2
+_POOL_WORKERS = 4
 
 
 def shared_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The one worker pool rxvoice's stages share (two threads: one per core of a small machine).
+    """The one worker pool rxvoice's stages share (four threads), created on first use.
 
-    Created on first use. Jobs of one session never overlap each other there:
-    each stage keeps at most one job of a kind in flight.
+    Model calls release the GIL, and a dedicated summary model mostly waits
+    on the network: four threads keep a slow summary from holding up an
+    end-of-turn verdict. Each stage keeps at most one job of a kind in
+    flight per session.
     """
     global _POOL
     pool = _POOL

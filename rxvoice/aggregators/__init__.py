@@ -1,4 +1,4 @@
-"""The conversation around the model: the user/assistant pair and its companions."""
+"""The conversation around the model: the user/assistant pair, the turn processor and their companions."""
 
 from ..notify import Notifier
 from ..summarization import AutoSummarizationConfig, SummaryConfig, SummaryRequest
@@ -17,6 +17,7 @@ from .reports import (
 )
 from .sentence import Sentence
 from .summarizer import Summarizer
+from .turn_processor import UserTurnProcessor
 from .user import UserAggregator
 from .vad_config import VADConfig
 
@@ -70,6 +71,7 @@ __all__ = [
     "SummaryRequest",
     "UserAggregator",
     "UserTurnMessageAdded",
+    "UserTurnProcessor",
     "UserTurnStopped",
     "VADConfig",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from reactivex import abc
 
 from ..context import LLMContext
-from ..events import EventRegistry
+from ..events import EventRegistry, contain
 from ..frames import (
     DOWN,
     AggregatedTextFrame,
@@ -25,9 +24,9 @@ from ..frames import (
     TTSTextFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
-from ..text.parts import Part, concatenate
-from .assistant_core import ASSISTANT_EVENTS, AfterWrite, AssistantCore, AssistantState, ClearText, HoldText, Skip
-from .effects import ShellSession
+from ..text.parts import concatenate
+from .assistant_core import ASSISTANT_EVENTS, AssistantCore, AssistantState
+from .shell import StageShell
 
 if TYPE_CHECKING:
     from .summarizer import Summarizer, SummarizerSession
@@ -55,6 +54,7 @@ class AssistantAggregator(EventfulProcessor):
     """
 
     name = "AssistantContextAggregator"
+    exclusive = "the bot's messages to the shared conversation"
 
     def __init__(
         self,
@@ -70,9 +70,9 @@ class AssistantAggregator(EventfulProcessor):
         self.core = AssistantCore(tool_change_messages=tool_change_messages)
         self.scheduler = scheduler
         self.events = EventRegistry(self, (*ASSISTANT_EVENTS, "on_error"))
-        self.core.listening = self.events.listened
         self._summarizer = summarizer if summarizer is not None else Summarizer(context, auto_trigger=False)
-        self._session: _AssistantSession | None = None
+        self._sessions: list[_AssistantSession] = []
+        self._last: _AssistantSession | None = None
 
     def __repr__(self) -> str:
         return f"<{self.name}>"
@@ -84,45 +84,40 @@ class AssistantAggregator(EventfulProcessor):
 
     @property
     def state(self) -> AssistantState | None:
-        """The current session's state (for inspection and tests), or ``None``."""
-        return self._session.state if self._session is not None else None
+        """The state of the most recent session (for inspection and tests), or ``None``."""
+        return self._last.state if self._last is not None else None
 
     def summarizer(self) -> Summarizer:
         """The summarizer this aggregator owns, for attaching handlers to its events."""
         return self._summarizer
 
     def has_function_calls_in_progress(self) -> bool:
-        """Whether a tool call of the current turn has yet to report its final result."""
-        session = self._session
-        return bool(session is not None and session.state.calls)
+        """Whether a tool call has yet to report its final result (in a running session, else the last one)."""
+        sessions = self._sessions or ([self._last] if self._last is not None else [])
+        return any(session.state.calls for session in sessions)
 
     def open(self, port: Port) -> _AssistantSession:
         session = _AssistantSession(self, port)
-        self._session = session
+        self._sessions.append(session)
+        self._last = session
         return session
 
 
-
-class _AssistantSession(ShellSession):
-    """One session of an assistant aggregator: gathered text, the core's state, its effects."""
+class _AssistantSession(StageShell):
+    """One session of an assistant aggregator: gathered text, the core's state, the port it acts through."""
 
     def __init__(self, aggregator: AssistantAggregator, port: Port) -> None:
-        super().__init__(aggregator, port, aggregator.context, aggregator.events)
-        self.handlers.update({
-            ClearText: self._clear_text, HoldText: self._hold_text, AfterWrite: self._on_after_write, Skip: self._skip,
-        })
+        super().__init__(aggregator, port, aggregator.events, context=aggregator.context)
         self.aggregator = aggregator
         self.core = aggregator.core
         self.state = self.core.initial()
         self.parts: list[tuple[str, bool]] = []
         self.thought: list[tuple[str, bool]] = []
-        self._tasks: set[asyncio.Future[Any]] = set()
         self._after: set[abc.DisposableBase] = set()
         self.summary: SummarizerSession = aggregator.summarizer().open(self)
         self._summary_types = aggregator.summarizer().handled_types
-        handled = self.core.handled_types
         self._dispatch: dict[type[Frame], Callable[[Frame, Direction], None]] = {}
-        for t in handled:
+        for t in self.core.handled_types:
             self._dispatch[t] = self._decide
         for t in (LLMTextFrame, TextFrame):
             self._dispatch[t] = self._text
@@ -142,18 +137,17 @@ class _AssistantSession(ShellSession):
             if text and frame.append_to_context:  # type: ignore[attr-defined]
                 self.parts.append((text, frame.includes_inter_frame_spaces))  # type: ignore[attr-defined]
             if direction is DOWN:
-                self._link.emit_down(frame)
+                self.link.emit_down(frame)
             else:
-                self._link.emit_up(frame)
+                self.link.emit_up(frame)
             return
         handler = self._dispatch.get(t)
         if handler is not None:
             handler(frame, direction)
+        elif direction is DOWN:
+            self.link.emit_down(frame)
         else:
-            if direction is DOWN:
-                self._link.emit_down(frame)
-            else:
-                self._link.emit_up(frame)
+            self.link.emit_up(frame)
         if t in self._summary_types:
             self.summary.on_frame(frame, direction)
 
@@ -161,17 +155,14 @@ class _AssistantSession(ShellSession):
         text = frame.text  # type: ignore[attr-defined]
         if text and frame.append_to_context:  # type: ignore[attr-defined]
             self.parts.append((text, frame.includes_inter_frame_spaces))  # type: ignore[attr-defined]
-        if direction is DOWN:
-            self._link.emit_down(frame)
-        else:
-            self._link.emit_up(frame)
+        self.emit(frame, direction)
 
     def _aggregated_text(self, frame: Frame, direction: Direction) -> None:
         f: AggregatedTextFrame = frame  # type: ignore[assignment]
         text = f.raw_text if f.raw_text is not None else f.text
         if text and f.append_to_context:
             self.parts.append((text, f.includes_inter_frame_spaces))
-        self._push(frame, direction)
+        self.emit(frame, direction)
 
     def _thought_text(self, frame: Frame, direction: Direction) -> None:
         text = frame.text  # type: ignore[attr-defined]
@@ -182,96 +173,60 @@ class _AssistantSession(ShellSession):
         text = concatenate(self.thought)
         self.thought = []
         self.now = now = self.clock()
-        self.state, effects = self.core.on_thought(self.state, text, frame.signature, now)  # type: ignore[attr-defined]
-        self.execute(effects)
+        self.core.on_thought(self.state, self, text, frame.signature, now)  # type: ignore[attr-defined]
 
     def _decide(self, frame: Frame, direction: Direction) -> None:
-        held: tuple[Part, ...] = tuple(self.parts)  # type: ignore[arg-type]
         self.now = now = self.clock()
-        self.state, effects = self.core.on_frame(self.state, frame, direction, now, held)
-        self.execute(effects)
+        self.core.on_frame(self.state, self, frame, direction, now)
         if type(frame) is EndFrame or type(frame) is CancelFrame:
             self._end()
 
-    def execute(self, effects: list[Any]) -> None:
-        self.run(effects)
+    # -- the port the core acts through ---------------------------------------------------------
 
-    def _clear_text(self, _e: ClearText) -> None:
+    def text(self) -> list[tuple[str, bool]]:
+        return self.parts
+
+    def clear_text(self) -> None:
         self.parts = []
 
-    def _hold_text(self, e: HoldText) -> None:
-        self.parts.append((e.part.text, e.part.includes_inter_part_spaces))
+    def skip(self, reason: str) -> None:
+        log.warning("%s: %s; skipped", self.stage.name, reason)
 
-    def _on_after_write(self, e: AfterWrite) -> None:
-        self._after_write(e.fn)
-
-    def _skip(self, e: Skip) -> None:
-        log.warning("%s: %s; skipped", self.processor.name, e.reason)
-
-    # -- callbacks after a tool result is written ----------------------------------------
-
-    def _after_write(self, fn: Callable[[], Any]) -> None:
+    def after_write(self, fn: Callable[[], Any]) -> None:
+        """Call ``fn`` once the write it follows is in (on the next turn of the session)."""
         handle: list[abc.DisposableBase] = []
 
         def call() -> None:
             for h in handle:
                 self._after.discard(h)  # fired: forgotten, so a long session does not accumulate them
-            if self.closed:
-                return
-            try:
-                result = fn()
-            except Exception:
-                log.exception("an on_context_updated callback raised; contained")
-                return
-            if hasattr(result, "__await__"):
-                try:
-                    loop = asyncio.get_running_loop()
-                except RuntimeError:
-                    try:
-                        asyncio.run(_wrap(result))
-                    except Exception:
-                        log.exception("an on_context_updated callback raised; contained")
-                    return
-                task = loop.create_task(_wrap(result))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+            if not self.closed:
+                contain(fn, what="an on_context_updated callback")
 
         handle.append(self.port.call_later(0.0, call))
         self._after.add(handle[0])
+
+    # -- the end --------------------------------------------------------------------------------
 
     def _end(self) -> None:
         for handle in self._after:
             handle.dispose()
         self._after.clear()
-        for task in list(self._tasks):
-            task.cancel()
         self.summary.close()
-
-    def on_timer(self, owner: int, key: str) -> None:
-        self.summary.on_timer(owner, key)
-
-    def on_result(self, owner: int, key: str, value: Any) -> None:
-        self.summary.on_result(owner, key, value)
 
     def on_input_end(self, direction: Direction) -> None:
         if direction is not DOWN:
             return
-        held: tuple[Part, ...] = tuple(self.parts)  # type: ignore[arg-type]
-        self.state, effects = self.core.on_frame(self.state, _END, DOWN, self.clock(), held)
-        self.execute([e for e in effects if getattr(e, "frame", None) is not _END])
+        self.now = now = self.clock()
+        self.core.end_of_input(self.state, self, now)
         self._end()
 
     def close(self) -> None:
         super().close()
         self._end()
+        if self in self.aggregator._sessions:
+            self.aggregator._sessions.remove(self)
 
 
 def _consumed(frame: Frame, direction: Direction) -> None:
     return None
 
-
-async def _wrap(awaitable: Any) -> Any:
-    return await awaitable
-
-
-_END = EndFrame(reason="input completed")

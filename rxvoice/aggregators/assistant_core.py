@@ -1,19 +1,21 @@
-"""The assistant side's decisions as a pure step function.
+"""The assistant side's decisions: bot turns, what they write, tool calls, model re-runs.
 
 The model's streamed text is gathered by the shell (appending a token is
 not a decision); this core decides everything else: when a bot turn opens
 and closes, what is written to the conversation, how tool calls are
-recorded, when a tool result re-runs the model, and what is reported.
-Closing steps receive the gathered text as an argument.
+recorded, when a tool result re-runs the model, and what is reported. It
+keeps one session's :class:`AssistantState` (mutable, never shared) and
+does what it decides through calls on an :class:`AssistantPort`, which a
+test records and the stage's shell carries out.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from ..context import IN_PROGRESS, LLMSpecificMessage
+from ..context import IN_PROGRESS, LLMContext, LLMSpecificMessage
 from ..frames import (
     DOWN,
     UP,
@@ -46,9 +48,8 @@ from ..frames import (
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
 )
-from ..text.parts import Part, concatenate
+from ..text.parts import concatenate
 from .context_writes import context_update, tool_choice_update, tools_update
-from .effects import Broadcast, Emit, EmitContext, Raise, Write
 from .reports import AssistantThought, AssistantTurnStopped, iso8601
 
 __all__ = [
@@ -56,13 +57,10 @@ __all__ = [
     "CANCELLED",
     "COMPLETED",
     "DEFAULT_MARKERS",
-    "AfterWrite",
     "AssistantCore",
+    "AssistantPort",
     "AssistantState",
     "CallInfo",
-    "ClearText",
-    "HoldText",
-    "Skip",
     "strip_markers",
 ]
 
@@ -81,48 +79,6 @@ DEFAULT_MARKERS = ("●", "◐", "○", "✓")
 ASYNC_STARTED = "The tool call has started and is running in the background; its result will follow."
 ASYNC_CANCELLED = "CANCELLED: this tool call was cancelled before it returned a result"
 
-
-
-def _always(_name: str) -> bool:
-    return True
-
-class ClearText(NamedTuple):
-    """Drop the text the shell gathered (it was written, or the bot was cut off)."""
-
-
-class HoldText(NamedTuple):
-    """Add a piece to the gathered text (a completion marker written with the reply)."""
-
-    part: Part
-
-
-class AfterWrite(NamedTuple):
-    """Call a tool result's ``on_context_updated`` once the result is in the context."""
-
-    fn: Any
-
-
-class CallInfo(NamedTuple):
-    """A tool call in progress."""
-
-    name: str
-    cancel_on_interruption: bool
-    group_id: str | None
-
-
-class AssistantState(NamedTuple):
-    """Everything the assistant side remembers between frames."""
-
-    started_at: float | None = None
-    markers: frozenset[str] = frozenset(DEFAULT_MARKERS)
-    calls: Mapping[str, CallInfo | None] = {}
-    user_speaking: bool = False
-    bot_speaking: bool = False
-    push_on_bot_stopped: bool = False
-    owed: bool = False
-    thought_at: float | None = None
-    thought_append: bool = False
-    thought_llm: str | None = None
 
 
 def strip_markers(text: str, markers: frozenset[str]) -> str:
@@ -155,26 +111,65 @@ def result_text(result: Any) -> str:
         return str(result)
 
 
-_EMPTY_CALLS: Mapping[str, CallInfo | None] = {}
+class CallInfo(NamedTuple):
+    """A tool call in progress."""
+
+    name: str
+    cancel_on_interruption: bool
+    group_id: str | None
 
 
-class _Work:
-    """The mutable scratch of one step (never escapes it)."""
+class AssistantState:
+    """Everything one session's assistant side remembers between frames (mutable, never shared)."""
 
-    __slots__ = AssistantState._fields
+    __slots__ = (
+        "bot_speaking", "calls", "markers", "owed", "push_on_bot_stopped", "started_at", "thought_append",
+        "thought_at", "thought_llm", "user_speaking",
+    )
 
-    def __init__(self, s: AssistantState) -> None:
-        (self.started_at, self.markers, self.calls, self.user_speaking, self.bot_speaking,
-         self.push_on_bot_stopped, self.owed, self.thought_at, self.thought_append, self.thought_llm) = s
+    def __init__(self) -> None:
+        self.started_at: float | None = None
+        self.markers: set[str] = set(DEFAULT_MARKERS)
+        self.calls: dict[str, CallInfo | None] = {}
+        """Tool calls announced (``None``) or in progress, by id."""
+        self.user_speaking = False
+        self.bot_speaking = False
+        self.push_on_bot_stopped = False
+        self.owed = False
+        self.thought_at: float | None = None
+        self.thought_append = False
+        self.thought_llm: str | None = None
 
-    def store(self) -> AssistantState:
-        return _new(AssistantState, (
-            self.started_at, self.markers, self.calls, self.user_speaking, self.bot_speaking,
-            self.push_on_bot_stopped, self.owed, self.thought_at, self.thought_append, self.thought_llm,
-        ))
 
+class AssistantPort(Protocol):
+    """What the assistant core asks of its shell."""
 
-_new = tuple.__new__
+    def emit(self, frame: Frame, direction: Direction) -> None:
+        """Send a frame."""
+
+    def emit_context(self, direction: Direction = DOWN) -> None:
+        """Send the conversation as it stands now."""
+
+    def write(self, op: Callable[[LLMContext], Any]) -> bool:
+        """Change the conversation; ``False`` if it refused (reported by the shell)."""
+
+    def listens(self, name: str) -> bool:
+        """Whether anyone listens to event ``name``."""
+
+    def event(self, name: str, payload: Any = None) -> None:
+        """Raise event ``name``."""
+
+    def text(self) -> list[tuple[str, bool]]:
+        """The text gathered for the current bot turn (the shell gathers the model's tokens)."""
+
+    def clear_text(self) -> None:
+        """Drop the gathered text (it was written, or the bot was cut off)."""
+
+    def after_write(self, fn: Callable[[], Any]) -> None:
+        """Call a tool result's ``on_context_updated`` once the result is in the context."""
+
+    def skip(self, reason: str) -> None:
+        """A documented skip: log it, raise ``on_error``."""
 
 
 class AssistantCore:
@@ -191,154 +186,148 @@ class AssistantCore:
 
     def __init__(self, *, tool_change_messages: bool = False) -> None:
         self.tool_change_messages = tool_change_messages
-        # Which events anyone listens to: a report nobody reads is not built (set by the aggregator).
-        self.listening: Callable[[str], bool] = _always
 
     def initial(self) -> AssistantState:
         """The state a session starts with."""
         return AssistantState()
 
-    def on_frame(
-        self, s: AssistantState, frame: Frame, direction: Direction, now: float, held: tuple[Part, ...]
-    ) -> tuple[AssistantState, list[Any]]:
-        """Handle one frame; ``held`` is the text gathered so far."""
-        out: list[Any] = []
+    def on_frame(self, s: AssistantState, port: AssistantPort, frame: Frame, direction: Direction, now: float) -> None:
+        """Handle one frame of a type in :attr:`handled_types`."""
         t = type(frame)
-        # The speaking notices only flip a flag: no scratch needed.
         if t is UserStartedSpeakingFrame or t is UserStoppedSpeakingFrame:
-            out.append(Emit(frame, direction))
-            return s._replace(user_speaking=t is UserStartedSpeakingFrame), out
-        w = _Work(s)
-        if t is LLMFullResponseStartFrame:
-            w.owed = False
-            self._open(w, now, out)
-            out.append(Emit(frame, direction))
+            s.user_speaking = t is UserStartedSpeakingFrame
+            port.emit(frame, direction)
+        elif t is LLMFullResponseStartFrame:
+            s.owed = False
+            self._open(s, port, now)
+            port.emit(frame, direction)
         elif t is LLMFullResponseEndFrame or t is LLMAssistantPushAggregationFrame or t is EndFrame:
-            self._close(w, held, False, now, out)
-            out.append(Emit(frame, direction))
+            self._close(s, port, False, now)
+            port.emit(frame, direction)
         elif t is InterruptionFrame:
-            self._close(w, held, True, now, out)
-            self._cancel_calls_on_interruption(w, out)
-            out.append(ClearText())
-            w.push_on_bot_stopped = w.owed = False
-            w.thought_at = None
-            out.append(Emit(frame, direction))
+            self._close(s, port, True, now)
+            self._cancel_calls_on_interruption(s, port)
+            port.clear_text()
+            s.push_on_bot_stopped = s.owed = False
+            s.thought_at = None
+            port.emit(frame, direction)
         elif t is CancelFrame:
-            self._close(w, held, True, now, out)
-            out.append(Emit(frame, direction))
+            self._close(s, port, True, now)
+            port.emit(frame, direction)
         elif t is TTSStartedFrame:
             if frame.append_to_context:  # type: ignore[attr-defined]
-                self._open(w, now, out)
-            out.append(Emit(frame, direction))
+                self._open(s, port, now)
+            port.emit(frame, direction)
         elif t is LLMMarkerFrame:
             marker = frame.marker  # type: ignore[attr-defined]
-            w.markers = w.markers | {marker}
+            s.markers.add(marker)
             if frame.append_to_context_immediately:  # type: ignore[attr-defined]
-                out.append(Write(lambda c: c.add_assistant_message(marker)))
-                out.append(EmitContext(UP))
+                if port.write(lambda c: c.add_assistant_message(marker)):
+                    port.emit_context(UP)
             else:
-                out.append(HoldText(Part(marker, False)))
+                port.text().append((marker, False))
         elif t is LLMThoughtStartFrame:
-            w.thought_at = now
-            w.thought_append = frame.append_to_context  # type: ignore[attr-defined]
-            w.thought_llm = frame.llm  # type: ignore[attr-defined]
+            s.thought_at = now
+            s.thought_append = frame.append_to_context  # type: ignore[attr-defined]
+            s.thought_llm = frame.llm  # type: ignore[attr-defined]
         elif t is LLMThoughtEndFrame:
             pass  # the shell calls on_thought with the gathered thought
         elif t is LLMRunFrame:
-            out.append(EmitContext(UP))
+            port.emit_context(UP)
         elif t is LLMMessagesAppendFrame:
-            out.append(context_update(frame))
+            port.write(context_update(frame))
             if frame.run_llm:  # type: ignore[attr-defined]
-                w.owed = True
-            if w.owed:
-                self._want_run(w, out)
+                s.owed = True
+            if s.owed:
+                self._want_run(s, port)
         elif t is LLMMessagesUpdateFrame or t is LLMMessagesTransformFrame:
-            out.append(context_update(frame))
-            if getattr(frame, "run_llm", None):
-                out.append(EmitContext(UP))
+            if port.write(context_update(frame)) and getattr(frame, "run_llm", None):
+                port.emit_context(UP)
         elif t is LLMSetToolsFrame:
-            out.append(tools_update(frame, self.tool_change_messages))  # type: ignore[arg-type]
+            port.write(tools_update(frame, self.tool_change_messages))  # type: ignore[arg-type]
         elif t is LLMSetToolChoiceFrame:
-            out.append(tool_choice_update(frame))  # type: ignore[arg-type]
+            port.write(tool_choice_update(frame))  # type: ignore[arg-type]
         elif t is FunctionCallsStartedFrame:
-            calls = dict(w.calls)
             for call in frame.function_calls:  # type: ignore[attr-defined]
-                calls.setdefault(call.tool_call_id, None)
-            w.calls = calls
+                s.calls.setdefault(call.tool_call_id, None)
         elif t is FunctionCallInProgressFrame:
-            self._in_progress(w, frame, out)  # type: ignore[arg-type]
+            self._in_progress(s, port, frame)  # type: ignore[arg-type]
         elif t is FunctionCallResultFrame:
-            self._result(w, frame, out)  # type: ignore[arg-type]
+            self._result(s, port, frame)  # type: ignore[arg-type]
         elif t is FunctionCallCancelFrame:
-            self._cancelled(w, frame, out)  # type: ignore[arg-type]
+            self._cancelled(s, port, frame)  # type: ignore[arg-type]
         elif t is BotStartedSpeakingFrame:
-            w.bot_speaking = True
-            out.append(Emit(frame, direction))
+            s.bot_speaking = True
+            port.emit(frame, direction)
         elif t is BotStoppedSpeakingFrame:
-            w.bot_speaking = False
-            out.append(Emit(frame, direction))
-            if w.push_on_bot_stopped and not w.user_speaking:
-                w.push_on_bot_stopped = w.owed = False
-                out.append(EmitContext(UP))
+            s.bot_speaking = False
+            port.emit(frame, direction)
+            if s.push_on_bot_stopped and not s.user_speaking:
+                s.push_on_bot_stopped = s.owed = False
+                port.emit_context(UP)
         else:
-            out.append(Emit(frame, direction))
-        return w.store(), out
+            port.emit(frame, direction)
 
-    def on_thought(self, s: AssistantState, text: str, signature: Any, now: float) -> tuple[AssistantState, list[Any]]:
+    def end_of_input(self, s: AssistantState, port: AssistantPort, now: float) -> None:
+        """The input completed: like an end frame, without one to pass on."""
+        self._close(s, port, False, now)
+
+    def on_thought(self, s: AssistantState, port: AssistantPort, text: str, signature: Any, now: float) -> None:
         """A thought ended with ``text``: record it (if asked to) and report it."""
-        out: list[Any] = []
         started = iso8601(now if s.thought_at is None else s.thought_at)
         if s.thought_append and s.thought_llm:
             message = LLMSpecificMessage(s.thought_llm, {"type": "thought", "text": text, "signature": signature})
-            out.append(Write(lambda c: c.add_message(message)))
-        if self.listening("on_assistant_thought"):
-            out.append(Raise("on_assistant_thought", AssistantThought(text, started)))
-        return s._replace(thought_at=None, thought_append=False, thought_llm=None), out
+            port.write(lambda c: c.add_message(message))
+        if port.listens("on_assistant_thought"):
+            port.event("on_assistant_thought", AssistantThought(text, started))
+        s.thought_at = None
+        s.thought_append = False
+        s.thought_llm = None
 
     # -- turns -------------------------------------------------------------------
 
-    def _open(self, w: _Work, now: float, out: list[Any]) -> None:
-        if w.started_at is not None:
+    def _open(self, s: AssistantState, port: AssistantPort, now: float) -> None:
+        if s.started_at is not None:
             return
-        if self.listening("on_assistant_turn_started"):
-            out.append(Raise("on_assistant_turn_started"))
-        w.started_at = now
+        if port.listens("on_assistant_turn_started"):
+            port.event("on_assistant_turn_started")
+        s.started_at = now
 
-    def _close(self, w: _Work, held: tuple[Part, ...], interrupted: bool, now: float, out: list[Any]) -> None:
+    def _close(self, s: AssistantState, port: AssistantPort, interrupted: bool, now: float) -> None:
         """Write the turn's text as one assistant message and report the turn."""
-        if w.started_at is None:
+        if s.started_at is None:
             return
-        text = concatenate(held)
-        if text:
-            out.append(Write(lambda c: c.add_assistant_message(text)))
-            out.append(EmitContext(DOWN))
-            out.append(Emit(LLMContextAssistantTimestampFrame(iso8601(now)), DOWN))
-        content = strip_markers(text, w.markers)
-        started = iso8601(w.started_at)
-        if self.listening("on_assistant_turn_stopped"):
-            out.append(Raise("on_assistant_turn_stopped", AssistantTurnStopped(content, interrupted, started)))
+        text = concatenate(port.text())
+        if text and port.write(lambda c: c.add_assistant_message(text)):
+            port.emit_context(DOWN)
+            port.emit(LLMContextAssistantTimestampFrame(iso8601(now)), DOWN)
+        content = strip_markers(text, frozenset(s.markers))
+        started = iso8601(s.started_at)
+        if port.listens("on_assistant_turn_stopped"):
+            port.event("on_assistant_turn_stopped", AssistantTurnStopped(content, interrupted, started))
         if content:
-            out.append(Broadcast(LLMContextAssistantTurnFrame(content, started)))
-        out.append(ClearText())
-        w.started_at = None
-        w.push_on_bot_stopped = False
+            turn = LLMContextAssistantTurnFrame(content, started)
+            port.emit(turn, DOWN)
+            port.emit(turn, UP)
+        port.clear_text()
+        s.started_at = None
+        s.push_on_bot_stopped = False
 
     # -- tool calls ------------------------------------------------------------------
 
-    def _in_progress(self, w: _Work, frame: FunctionCallInProgressFrame, out: list[Any]) -> None:
+    def _in_progress(self, s: AssistantState, port: AssistantPort, frame: FunctionCallInProgressFrame) -> None:
         call_id, name = frame.tool_call_id, frame.function_name
         arguments = dict(frame.arguments) if isinstance(frame.arguments, Mapping) else frame.arguments
-        if w.calls.get(call_id) is not None:
+        if s.calls.get(call_id) is not None:
             return  # already recorded: a repeated frame must not write a second placeholder
-        out.append(Write(lambda c: c.add_assistant_tool_call(call_id, name, arguments)))
+        if not port.write(lambda c: c.add_assistant_tool_call(call_id, name, arguments)):
+            return
         if frame.cancel_on_interruption:
-            out.append(Write(lambda c: c.add_tool_result(call_id, IN_PROGRESS)))
+            port.write(lambda c: c.add_tool_result(call_id, IN_PROGRESS))
         else:
             payload = _async_payload(call_id, "running", ASYNC_STARTED)
-            out.append(Write(lambda c: c.add_tool_result(call_id, payload)))
-        calls = dict(w.calls)
-        calls[call_id] = CallInfo(name, frame.cancel_on_interruption, frame.group_id)
-        w.calls = calls
+            port.write(lambda c: c.add_tool_result(call_id, payload))
+        s.calls[call_id] = CallInfo(name, frame.cancel_on_interruption, frame.group_id)
 
     @staticmethod
     def _siblings_running(calls: Mapping[str, CallInfo | None], call_id: str, group_id: str | None) -> bool:
@@ -349,11 +338,11 @@ class AssistantCore:
                 return True
         return False
 
-    def _result(self, w: _Work, frame: FunctionCallResultFrame, out: list[Any]) -> None:
+    def _result(self, s: AssistantState, port: AssistantPort, frame: FunctionCallResultFrame) -> None:
         call_id = frame.tool_call_id
-        info = w.calls.get(call_id)
+        info = s.calls.get(call_id)
         if info is None:
-            out.append(_Skip(f"a result for tool call {call_id!r}, which is not in progress"))
+            port.skip(f"a result for tool call {call_id!r}, which is not in progress")
             return
         props = frame.properties
         content = result_text(frame.result)
@@ -363,18 +352,16 @@ class AssistantCore:
             if content == COMPLETED:
                 return
             payload = _async_payload(call_id, "running", "intermediate result", content)
-            out.append(Write(lambda c: c.add_developer_message(payload)))
+            port.write(lambda c: c.add_developer_message(payload))
         else:
-            calls = dict(w.calls)
-            del calls[call_id]
-            w.calls = calls
+            del s.calls[call_id]
             if info.cancel_on_interruption:
-                out.append(Write(lambda c: c.update_tool_result(call_id, content)))
+                port.write(lambda c: c.update_tool_result(call_id, content))
             else:
                 payload = _async_payload(call_id, "finished", "final result", content)
-                out.append(Write(lambda c: c.add_developer_message(payload)))
+                port.write(lambda c: c.add_developer_message(payload))
         if props is not None and props.on_context_updated is not None:
-            out.append(AfterWrite(props.on_context_updated))
+            port.after_write(props.on_context_updated)
         if content == COMPLETED and not frame.error:
             run = False
         elif props is not None and props.run_llm is not None:
@@ -382,64 +369,52 @@ class AssistantCore:
         elif frame.run_llm is not None:
             run = frame.run_llm
         else:
-            run = not self._siblings_running(w.calls, call_id, info.group_id)
+            run = not self._siblings_running(s.calls, call_id, info.group_id)
         if run:
-            w.owed = True
-        if w.owed:
-            self._want_run(w, out)
+            s.owed = True
+        if s.owed:
+            self._want_run(s, port)
 
-    def _cancelled(self, w: _Work, frame: FunctionCallCancelFrame, out: list[Any]) -> None:
+    def _cancelled(self, s: AssistantState, port: AssistantPort, frame: FunctionCallCancelFrame) -> None:
         call_id = frame.tool_call_id
-        if call_id not in w.calls:
+        if call_id not in s.calls:
             return
-        info = w.calls[call_id]
-        calls = dict(w.calls)
-        del calls[call_id]
-        w.calls = calls
+        info = s.calls.pop(call_id)
         if info is None:
             return
         if info.cancel_on_interruption:
-            out.append(Write(lambda c: c.update_tool_result(call_id, CANCELLED)))
+            port.write(lambda c: c.update_tool_result(call_id, CANCELLED))
         else:
             payload = _async_payload(call_id, "finished", "cancelled", ASYNC_CANCELLED)
-            out.append(Write(lambda c: c.add_developer_message(payload)))
-        if frame.run_llm and not self._siblings_running(w.calls, call_id, info.group_id):
-            w.owed = True
-            self._want_run(w, out)
+            port.write(lambda c: c.add_developer_message(payload))
+        if frame.run_llm and not self._siblings_running(s.calls, call_id, info.group_id):
+            s.owed = True
+            self._want_run(s, port)
 
-    def _cancel_calls_on_interruption(self, w: _Work, out: list[Any]) -> None:
+    def _cancel_calls_on_interruption(self, s: AssistantState, port: AssistantPort) -> None:
         """Calls that die with an interruption are marked CANCELLED now, so none stays in progress forever."""
-        if not w.calls:
+        if not s.calls:
             return
-        calls: dict[str, CallInfo | None] = {}
-        for call_id, info in w.calls.items():
+        kept: dict[str, CallInfo | None] = {}
+        for call_id, info in s.calls.items():
             if info is None:
                 continue  # announced, never started: nothing was written
             if info.cancel_on_interruption:
-                out.append(_cancel_write(call_id))
+                port.write(_cancel_write(call_id))
             else:
-                calls[call_id] = info
-        w.calls = calls
+                kept[call_id] = info
+        s.calls = kept
 
-    def _want_run(self, w: _Work, out: list[Any]) -> None:
+    def _want_run(self, s: AssistantState, port: AssistantPort) -> None:
         """Re-run the model now, or as soon as nobody is speaking."""
-        if w.user_speaking:
+        if s.user_speaking:
             return  # owed: the user's own turn will run the model, or the next result will
-        if w.bot_speaking:
-            w.push_on_bot_stopped = True
+        if s.bot_speaking:
+            s.push_on_bot_stopped = True
             return
-        out.append(EmitContext(UP))
-        w.owed = w.push_on_bot_stopped = False
+        port.emit_context(UP)
+        s.owed = s.push_on_bot_stopped = False
 
 
-def _cancel_write(call_id: str) -> Write:
-    return Write(lambda c: c.update_tool_result(call_id, CANCELLED))
-
-
-class _Skip(NamedTuple):
-    """A documented skip: log it and raise ``on_error`` (nothing else happens)."""
-
-    reason: str
-
-
-Skip = _Skip
+def _cancel_write(call_id: str) -> Callable[[LLMContext], Any]:
+    return lambda c: c.update_tool_result(call_id, CANCELLED)

@@ -7,6 +7,10 @@ wherever it arrives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+from ..context import LLMContext
 from ..frames import (
     Frame,
     LLMMessagesAppendFrame,
@@ -15,33 +19,35 @@ from ..frames import (
     LLMSetToolChoiceFrame,
     LLMSetToolsFrame,
 )
-from .effects import Write
 
-__all__ = ["context_update", "tool_choice_update", "tools_update"]
+__all__ = ["ContextWrite", "context_update", "tool_choice_update", "tools_update"]
+
+ContextWrite: TypeAlias = Callable[[LLMContext], Any]
+"""One atomic change of the conversation, carried out by the stage's shell."""
 
 
-def context_update(frame: Frame) -> Write:
+def context_update(frame: Frame) -> ContextWrite:
     """The write a messages append/update/transform frame asks for."""
     if isinstance(frame, LLMMessagesAppendFrame):
         messages = list(frame.messages)
-        return Write(lambda c: c.add_messages(messages))
+        return lambda c: c.add_messages(messages)
     if isinstance(frame, LLMMessagesUpdateFrame):
         replacement = list(frame.messages)
-        return Write(lambda c: c.set_messages(replacement))
+        return lambda c: c.set_messages(replacement)
     assert isinstance(frame, LLMMessagesTransformFrame)
     transform = frame.transform
-    return Write(lambda c: c.transform_messages(transform))
+    return lambda c: c.transform_messages(transform)
 
 
-def tools_update(frame: LLMSetToolsFrame, announce: bool) -> Write:
+def tools_update(frame: LLMSetToolsFrame, announce: bool) -> ContextWrite:
     """Replace the tools; with ``announce``, also tell the model in a message that they changed."""
     tools = frame.tools
     if announce:
-        return Write(lambda c: c.announce_tool_change(tools))
-    return Write(lambda c: c.set_tools(tools))
+        return lambda c: c.announce_tool_change(tools)
+    return lambda c: c.set_tools(tools)
 
 
-def tool_choice_update(frame: LLMSetToolChoiceFrame) -> Write:
+def tool_choice_update(frame: LLMSetToolChoiceFrame) -> ContextWrite:
     """Set how the model may choose tools."""
     choice = frame.tool_choice
-    return Write(lambda c: c.set_tool_choice(choice))
+    return lambda c: c.set_tool_choice(choice)

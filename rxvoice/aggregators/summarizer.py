@@ -19,7 +19,6 @@ import asyncio
 import concurrent.futures
 import inspect
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,10 +53,11 @@ from ..summarization import (
     messages_to_summarize,
     should_summarize,
 )
+from ..workers import shared_pool
 from .reports import SummaryApplied
 
 if TYPE_CHECKING:
-    from .effects import ShellSession
+    from .shell import StageShell
 
 __all__ = ["SUMMARIZER_EVENTS", "Summarizer", "SummarizerSession"]
 
@@ -65,19 +65,6 @@ log = logging.getLogger("rxvoice.aggregators.summarizer")
 
 SUMMARIZER_EVENTS = ("on_request_summarization", "on_summary_applied", "on_error")
 """The events a :class:`Summarizer` raises."""
-
-_POOL: concurrent.futures.ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _default_executor() -> concurrent.futures.Executor:
-    """Where synchronous dedicated models run: a small pool of its own (never the inference pool)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="rxvoice-summary")
-        return _POOL
-
 
 class Summarizer:
     """Compresses a conversation that has grown long, beside the conversation, never in its way.
@@ -118,7 +105,7 @@ class Summarizer:
         auto_trigger: Check the thresholds at each response start; when off,
             summaries happen only on demand.
         executor: Where a synchronous dedicated model runs (a
-            ``concurrent.futures.Executor``); a small shared pool by default.
+            ``concurrent.futures.Executor``); rxvoice's shared worker pool by default.
     """
 
     def __init__(
@@ -145,25 +132,27 @@ class Summarizer:
         """The frame types the owner hands over (nothing else reaches the summarizer)."""
         self.consumed_types: frozenset[type[Frame]] = frozenset({LLMContextSummaryResultFrame})
         """The frame types the owner hands over instead of forwarding (answers addressed to it)."""
-        self._session: SummarizerSession | None = None
+        self._sessions: list[SummarizerSession] = []
+        self._last: SummarizerSession | None = None
 
     def __repr__(self) -> str:
         return f"<Summarizer auto={self.auto_trigger} {self.config!r}>"
 
     @property
     def session(self) -> SummarizerSession | None:
-        """The most recently opened session (for inspection and tests), or ``None``."""
-        return self._session
+        """The most recent session (for inspection and tests), or ``None``."""
+        return self._last
 
     @property
     def in_flight(self) -> bool:
-        """Whether the current session has a summary request in flight."""
-        return self._session is not None and self._session.in_flight
+        """Whether a running session has a summary request in flight."""
+        return any(session.in_flight for session in self._sessions)
 
-    def open(self, shell: ShellSession) -> SummarizerSession:
+    def open(self, shell: StageShell) -> SummarizerSession:
         """Start watching one session of the owner."""
         session = SummarizerSession(self, shell)
-        self._session = session
+        self._sessions.append(session)
+        self._last = session
         return session
 
 
@@ -197,19 +186,18 @@ class _Pending:
 class SummarizerSession:
     """The summarizer of one session of its owner: what is in flight, what was applied."""
 
-    def __init__(self, summarizer: Summarizer, shell: ShellSession) -> None:
+    def __init__(self, summarizer: Summarizer, shell: StageShell) -> None:
         self.summarizer = summarizer
         self.shell = shell
         self.port = shell.port
         self.context = summarizer.context
-        self.events = summarizer.events
+        self.events = summarizer.events.session(shell.port.time)
         self.in_flight = False
         self.pending: _Pending | None = None
         self.summary_message: Any = None
         self.closed = False
         self._stage_input: Subject[Frame] | None = None
         self._stage_subscription: abc.DisposableBase | None = None
-        self.events.set_clock(self.port.time)
 
     # -- frames ------------------------------------------------------------------------
 
@@ -235,14 +223,6 @@ class SummarizerSession:
             self.request(config, manual=True)
         elif t is LLMContextSummaryResultFrame:
             self._on_result_frame(frame)  # type: ignore[arg-type]
-
-    def on_timer(self, owner: int, key: str) -> None:
-        """Not used: the summarizer keeps its own timer on the port."""
-        return None
-
-    def on_result(self, owner: int, key: str, value: Any) -> None:
-        """Not used: answers re-enter through the port."""
-        return None
 
     def _maybe_auto(self) -> None:
         if self.in_flight:
@@ -336,7 +316,7 @@ class SummarizerSession:
         if loop is not None and inspect.iscoroutinefunction(fn):
             future = asyncio.run_coroutine_threadsafe(_call_async(fn, request), loop)
         else:
-            executor = self.summarizer.executor or _default_executor()
+            executor = self.summarizer.executor or shared_pool()
             future = executor.submit(_call_sync, fn, request, loop)
         pending.cancel = future.cancel
         future.add_done_callback(done)
@@ -454,6 +434,9 @@ class SummarizerSession:
         if self.closed:
             return
         self.closed = True
+        if self in self.summarizer._sessions:
+            self.summarizer._sessions.remove(self)
+        self.events.close()
         if self.pending is not None:
             self.pending.stop()
             self.pending = None

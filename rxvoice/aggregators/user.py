@@ -1,30 +1,68 @@
-"""The user half of a pair: transcripts in, one user message per turn out."""
+"""The user half of a pair: transcripts in, one user message per turn out.
+
+The stage is a thin shell: the turn machine (:mod:`rxvoice.turns.machine`)
+decides the turn, :class:`~rxvoice.aggregators.user_words.UserWords` keeps
+its words, and the shell hands each frame to the one that handles its type
+(a dispatch table built once per session, so a frame nobody handles costs a
+lookup and a call).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from reactivex import abc
 
 from ..context import LLMContext
 from ..events import EventRegistry
-from ..frames import DOWN, Direction, Frame
+from ..frames import (
+    DOWN,
+    CancelFrame,
+    Direction,
+    EndFrame,
+    Frame,
+    InputAudioRawFrame,
+    LLMMessagesAppendFrame,
+    LLMMessagesTransformFrame,
+    LLMMessagesUpdateFrame,
+    LLMRunFrame,
+    LLMSetToolChoiceFrame,
+    LLMSetToolsFrame,
+    SpeechControlParamsFrame,
+    StartFrame,
+    TranslationFrame,
+)
 from ..pipeline.processor import Port
 from ..turns.config import TurnsConfig
+from ..turns.controller import TurnController
+from ..turns.machine import TurnMachine
 from ..turns.mute import MuteStrategy
 from ..turns.offload import Offload
-from .strategy_shell import StrategyProcessor, StrategyShell
-from .user_core import USER_EVENTS, AnalyzeAudio, ShellEffect, UserCore, UserState
+from .context_writes import context_update, tool_choice_update, tools_update
+from .shell import TurnShell, TurnStage
+from .user_words import UserWords
 from .vad_config import VADConfig
 
-__all__ = ["UserAggregator"]
+__all__ = ["USER_EVENTS", "UserAggregator"]
 
 log = logging.getLogger("rxvoice.aggregators.user")
 
+USER_EVENTS = (
+    "on_user_turn_started",
+    "on_user_turn_stopped",
+    "on_user_turn_inference_triggered",
+    "on_user_turn_stop_timeout",
+    "on_user_turn_idle",
+    "on_user_turn_message_added",
+    "on_user_mute_started",
+    "on_user_mute_stopped",
+)
+"""The events of the user half of a pair (plus ``on_error``)."""
 
-class UserAggregator(StrategyProcessor):
+
+class UserAggregator(TurnStage):
     """Collects what the user says into one user message per turn and asks the model to answer.
 
     Place it after speech-to-text and before the model. It decides when the
@@ -43,7 +81,7 @@ class UserAggregator(StrategyProcessor):
 
     ``offload`` is where heavy strategy work (an end-of-turn model) runs:
     a callable taking a job and returning a ``concurrent.futures.Future``
-    (default: rxvoice's shared worker thread). Tests set it to
+    (default: rxvoice's shared worker pool). Tests set it to
     :func:`rxvoice.turns.inline_offload` or a
     :class:`rxvoice.turns.SchedulerOffload` to put model latency in virtual
     time; it can be set after construction (``pair.user().offload = ...``),
@@ -51,6 +89,7 @@ class UserAggregator(StrategyProcessor):
     """
 
     name = "UserContextAggregator"
+    exclusive = "the user's messages to the shared conversation"
 
     def __init__(
         self,
@@ -66,79 +105,136 @@ class UserAggregator(StrategyProcessor):
         self._context = context
         self.turns = turns if turns is not None else TurnsConfig()
         self.vad = vad
-        self.core = UserCore(
-            self.turns, mute, tool_change_messages=tool_change_messages, has_vad=vad is not None,
-            vad_params=getattr(vad.analyzer, "params", None) if vad is not None else None,
-        )
+        self.machine = TurnMachine(self.turns, mute)
+        self.tool_change_messages = tool_change_messages
         self.scheduler = scheduler
         self.offload = offload
         self.events = EventRegistry(self, (*USER_EVENTS, "on_error"))
-        self.core.listening = self.events.listened
-        self._session: _UserSession | None = None
 
     @property
     def context(self) -> LLMContext:
         """The shared conversation this aggregator writes to."""
         return self._context
 
-    @property
-    def state(self) -> UserState | None:
-        """The current session's state (for inspection and tests), or ``None``."""
-        return self._session.state if self._session is not None else None
-
     def open(self, port: Port) -> _UserSession:
         session = _UserSession(self, port)
-        self._session = session
+        self._track(session)
         return session
 
 
-class _UserSession(StrategyShell):
-    """One session of a user aggregator: the core's state and its effects carried out."""
+Handler = Callable[[Frame, Direction], None]
+
+
+class _UserSession(TurnShell):
+    """One session of a user aggregator: the machine's state, the words, the frames handed to each."""
 
     def __init__(self, aggregator: UserAggregator, port: Port) -> None:
-        super().__init__(aggregator, port, aggregator.context, aggregator.events, aggregator.core)
-        self.handlers[AnalyzeAudio] = self._analyze_audio
+        empty_turn = aggregator.turns.empty_turn
+        super().__init__(
+            aggregator, port, aggregator.events, aggregator.machine, context=aggregator.context,
+            offload=aggregator.offload, words=lambda shell: UserWords(shell, empty_turn),
+        )
         self.aggregator = aggregator
-        self.core = aggregator.core
-        self.state = self.core.initial()
-        self.offload = aggregator.offload
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
+        self._dispatch: dict[type[Frame], Handler] = self._table()
+
+    def _table(self) -> dict[type[Frame], Handler]:
+        """Who handles each frame type: built once (again when a recommendation swaps the strategies)."""
+        table: dict[type[Frame], Handler] = {t: self._turn for t in self.handled}
+        table.update({
+            StartFrame: self._start, EndFrame: self._end, CancelFrame: self._cancel, LLMRunFrame: self._run,
+            LLMMessagesAppendFrame: self._messages, LLMMessagesUpdateFrame: self._messages,
+            LLMMessagesTransformFrame: self._messages, LLMSetToolsFrame: self._tools,
+            LLMSetToolChoiceFrame: self._tool_choice, TranslationFrame: _consumed,
+        })
+        if self.vad is not None:
+            table[InputAudioRawFrame] = self._audio
+        return table
+
+    def use(self, controller: TurnController) -> None:
+        super().use(controller)
+        self._dispatch = self._table()
+
+    # -- frames ------------------------------------------------------------------------------------
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
-        if type(frame) not in self._handled:
+        handler = self._dispatch.get(type(frame))
+        if handler is None:
             if direction is DOWN:
-                self._link.emit_down(frame)
+                self.link.emit_down(frame)
             else:
-                self._link.emit_up(frame)
+                self.link.emit_up(frame)
             return
+        handler(frame, direction)
+
+    def _turn(self, frame: Frame, direction: Direction) -> None:
         self.now = now = self.clock()
-        self.state, effects = self.core.on_frame(self.state, frame, direction, now)
-        self.execute(effects)
+        self.machine.on_frame(self.turn, frame, direction, now)
 
-    def execute(self, effects: list[ShellEffect]) -> None:
-        self.run(effects)
+    def _audio(self, frame: Frame, direction: Direction) -> None:
+        heard = True
+        if type(frame) in self.handled:
+            self.now = now = self.clock()
+            heard = self.machine.on_frame(self.turn, frame, direction, now)
+        else:
+            self.emit(frame, direction)
+        if heard and self.vad is not None:  # muted audio never reaches the analyzer
+            self.vad.analyze(frame)  # type: ignore[arg-type]
 
-    def _analyze_audio(self, e: AnalyzeAudio) -> None:
+    def _start(self, frame: Frame, direction: Direction) -> None:
+        self.emit(frame, direction)
+        self.now = now = self.clock()
+        rate = getattr(frame, "audio_in_sample_rate", None)
+        if isinstance(rate, int) and rate > 0:
+            self.sample_rate = rate
+        params = None
         if self.vad is not None:
-            self.vad.analyze(e.frame)
+            params = SpeechControlParamsFrame(vad_params=getattr(self.vad.analyzer, "params", None))
+        self.machine.start(self.turn, frame, now, params)
 
-    def on_timer(self, owner: int, key: str) -> None:
-        self.state, effects = self.core.on_timer(self.state, owner, key, self.now)
-        self.execute(effects)
-
-    def on_result(self, owner: int, key: str, value: Any) -> None:
+    def _end(self, frame: Frame, direction: Direction) -> None:
+        self.emit(frame, direction)  # the end goes on first, then what the user said is written
         self.now = now = self.clock()
-        self.state, effects = self.core.on_result(self.state, owner, key, value, now)
-        self.execute(effects)
+        self.machine.end(self.turn, now)
+
+    def _cancel(self, frame: Frame, direction: Direction) -> None:
+        self.now = now = self.clock()
+        self.machine.end(self.turn, now)
+        self.emit(frame, direction)
+
+    def _greet(self) -> None:
+        self.machine.greet(self.turn)
+
+    def _run(self, frame: Frame, direction: Direction) -> None:
+        self._greet()
+        self.emit_context(DOWN)
+
+    def _messages(self, frame: Frame, direction: Direction) -> None:
+        self._greet()
+        if self.write(context_update(frame)) and getattr(frame, "run_llm", None):
+            self.emit_context(DOWN)
+
+    def _tools(self, frame: Frame, direction: Direction) -> None:
+        self._greet()
+        self.write(tools_update(frame, self.aggregator.tool_change_messages))  # type: ignore[arg-type]
+        self.emit(frame, direction)
+
+    def _tool_choice(self, frame: Frame, direction: Direction) -> None:
+        self._greet()
+        self.write(tool_choice_update(frame))  # type: ignore[arg-type]
 
     def on_input_end(self, direction: Direction) -> None:
-        if direction is DOWN:  # after an end frame, writes only what came in since (the core decides)
+        if direction is DOWN:  # like an end frame, without one to forward
             self.now = now = self.clock()
-            self.state, effects = self.core.end_of_input(self.state, now)
-            self.execute(effects)
+            self.machine.end(self.turn, now)
 
     def close(self) -> None:
         super().close()
         if self.vad is not None:
             self.vad.close()
+        self.aggregator._forget(self)
+
+
+def _consumed(frame: Frame, direction: Direction) -> None:
+    return None
 

@@ -6,14 +6,13 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reactivex import abc
-
 from ..errors import ConfigurationError, InvalidAudioError
 from ..frames import DOWN, InputAudioRawFrame
-from ..turns.vad_controller import VADControllerState, VADSettings, vad_audio_idle, vad_step
+from ..pipeline.deadline import Deadlines
+from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 
 if TYPE_CHECKING:
-    from .effects import ShellSession
+    from .shell import StageShell
 
 __all__ = ["VADConfig"]
 
@@ -59,67 +58,51 @@ class VADConfig:
             audio_idle_timeout=self.audio_idle_timeout,
         )
 
-    def open(self, session: ShellSession) -> _InlineVAD:
+    def open(self, shell: StageShell) -> _InlineVAD:
         """Start the VAD for one session of the aggregator."""
-        return _InlineVAD(self, session)
+        return _InlineVAD(self, shell)
 
 
 class _InlineVAD:
-    """The VAD of one aggregator session: its frames are fed back into the aggregator."""
+    """The VAD of one aggregator session: its frames are fed back into the aggregator, and sent upstream."""
 
-    def __init__(self, config: VADConfig, session: ShellSession) -> None:
+    def __init__(self, config: VADConfig, shell: StageShell) -> None:
         self.analyzer = config.analyzer
         self.settings = config.settings()
-        self.session = session
+        self.shell = shell
+        self.port = shell.port
         self.state = VADControllerState()
-        self._idle: abc.DisposableBase | None = None
-        self._deadline: float | None = None
+        self.idle: Deadlines[str] = Deadlines(shell.port, self._audio_idle)
 
     def analyze(self, frame: InputAudioRawFrame) -> None:
         try:
             analyzer_state = self.analyzer.analyze_audio(frame.audio)
         except InvalidAudioError as exc:
-            self.session.port.report_error(exc, frame)
+            self.port.report_error(exc, frame)
             return
-        now = self.session.port.time()
+        now = self.port.time()
         self.state, decision = vad_step(self.state, analyzer_state, now, self.settings)
-        self._apply(decision)
+        self._apply(decision, now)
 
-    def _apply(self, decision: Any) -> None:
-        port = self.session.port
+    def _apply(self, decision: VADDecision, now: float) -> None:
+        port = self.port
         for frame in decision.frames:
             port.requeue(frame, DOWN)
             port.push_up(frame)
         if decision.disarm_idle:
-            self._deadline = None
-        if decision.arm_idle:
-            # Every speech chunk moves the deadline; one scheduled check follows it (no timer per chunk).
-            timeout = self.settings.audio_idle_timeout
-            self._deadline = port.time() + timeout
-            if self._idle is None:
-                self._idle = port.call_later(timeout, self._audio_idle)
+            self.idle.disarm("audio")
+        if decision.arm_idle:  # every speech chunk moves the deadline; one scheduled check follows it
+            self.idle.arm("audio", self.settings.audio_idle_timeout, now)
 
-    def _audio_idle(self) -> None:
-        self._idle = None
-        deadline = self._deadline
-        if deadline is None:
-            return
-        port = self.session.port
-        now = port.time()
-        if now < deadline - 1e-9:
-            self._idle = port.call_later(deadline - now, self._audio_idle)
-            return
-        self._deadline = None
+    def _audio_idle(self, _key: str, now: float) -> None:
         self.state, decision = vad_audio_idle(self.state, now, self.settings)
-        self._apply(decision)
+        self._apply(decision, now)
 
     def close(self) -> None:
-        if self._idle is not None:
-            self._idle.dispose()
+        self.idle.close()
         closer = getattr(self.analyzer, "reset", None)
         if callable(closer):
             try:
                 closer()
             except Exception:
                 log.exception("resetting the VAD analyzer failed; contained")
-

@@ -3,30 +3,34 @@
 A :class:`Processor` is the reactive shell around a stage's logic. Each
 subscription opens a fresh :class:`FrameHandler` (per-session state) and a
 :class:`Port` it talks through: push frames either way, start timers on the
-session's scheduler, report errors as values. The shell guarantees the
-handler is never re-entered: a frame that arrives while the handler is busy
-(a loop through a neighbour, another thread) waits until the current one is
-done, so a handler always sees its inputs one by one, in order.
+session's scheduler, report errors as values.
+
+A handler is never re-entered, and no hop pays for a guard to make sure:
+frames going downstream are handed from stage to stage as plain calls (a
+downstream chain cannot loop), and everything that could come back while a
+handler is busy (a frame a later stage sends upstream, a frame a stage feeds
+back into itself, a timer, a worker's result, another thread) enters through
+the session's gate (:class:`~rxvoice.pipeline.Session`) and waits its turn.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from abc import abstractmethod
-from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 
-from ..errors import InvalidFrameError
-from ..events import EventRegistry
+from ..errors import InvalidFrameError, RxVoiceWarning
+from ..events import EventRegistry, SessionEvents
 from ..frames import DOWN, UP, Direction, ErrorFrame, Frame
 from .session import Session, session_of
 from .stage import Stage
-from .wire import FrameSource, Sink, connect, fan_out
+from .wire import FrameSource, Sink, connect, fan_out, is_trusted
 
 __all__ = ["EventfulProcessor", "FrameHandler", "Port", "Processor"]
 
@@ -57,13 +61,15 @@ def _ignore(_frame: Frame, _direction: Direction) -> None:
 class Port:
     """A handler's way out: frames to its neighbours, timers, errors, time."""
 
-    __slots__ = ("_link", "_timers", "closed", "session")
+    __slots__ = ("_link", "_timers", "closed", "events", "session")
 
     def __init__(self, link: _Link, session: Session) -> None:
         self._link = link
         self.session = session
         self._timers: set[_PortTimer] = set()
         self.closed = False
+        self.events: SessionEvents | None = None
+        """The session's events, when the handler raises through them (errors are then stamped with its clock)."""
 
     @property
     def link(self) -> _Link:
@@ -76,37 +82,43 @@ class Port:
         return self._link.processor
 
     def push(self, frame: Frame, direction: Direction = DOWN) -> None:
-        """Send ``frame`` to the neighbour in ``direction``."""
-        if direction is DOWN:
+        """Send ``frame`` to the neighbour in ``direction`` (something that is not a frame is reported, not sent)."""
+        item: object = frame  # a handler written in Python may send anything
+        if not isinstance(item, Frame):
+            self._link.bad_output(item)
+        elif direction is DOWN:
             self._link.emit_down(frame)
         else:
             self._link.emit_up(frame)
 
     def push_down(self, frame: Frame) -> None:
         """Send ``frame`` downstream."""
-        self._link.emit_down(frame)
+        item: object = frame
+        if isinstance(item, Frame):
+            self._link.emit_down(item)
+        else:
+            self._link.bad_output(item)
 
     def push_up(self, frame: Frame) -> None:
         """Send ``frame`` upstream."""
-        self._link.emit_up(frame)
-
-    def broadcast(self, make: Callable[[], Frame]) -> None:
-        """Send one fresh frame downstream, then another upstream."""
-        self._link.emit_down(make())
-        self._link.emit_up(make())
+        item: object = frame
+        if isinstance(item, Frame):
+            self._link.emit_up(item)
+        else:
+            self._link.bad_output(item)
 
     def requeue(self, frame: Frame, direction: Direction = DOWN) -> None:
-        """Feed ``frame`` back into this processor, after what it is handling now."""
-        self._link.receive(frame, direction)
+        """Feed ``frame`` back into this processor, after what the session is running now."""
+        self.session.run(self._link.receive_pair, (frame, direction))
 
     def inject(self, frame: Frame, direction: Direction = DOWN) -> None:
         """Hand ``frame`` to this processor from outside (any thread), through the session's gate."""
         self.session.run(self._link.receive_pair, (frame, direction))
 
     def inject_call(self, fn: Callable[[], Any]) -> None:
-        """Run ``fn()`` as an input of this processor: never overlapping its handler."""
+        """Run ``fn()`` as an input of this processor (any thread): never overlapping its handler."""
         if not self.closed:
-            self._link.run_guarded(fn)
+            self.session.run(self._link.call, fn)
 
     def call_later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
         """Run ``fn()`` inside the session after ``seconds`` of scheduler time; dispose to cancel."""
@@ -123,7 +135,12 @@ class Port:
 
     def report_error(self, error: BaseException, frame: object = None, *, upstream: bool = True) -> None:
         """Report a non-fatal error: logged, raised as the processor's ``on_error`` event, sent as an ErrorFrame."""
-        self._link.processor.report_error(error, frame)
+        events = self.events
+        if events is not None and "on_error" in events.registry.names:
+            log.warning("%s: %s", self._link.processor.name, error)
+            events.emit("on_error", error)
+        else:
+            self._link.processor.report_error(error, frame)
         if upstream:
             self._link.emit_up(ErrorFrame(error, processor=self._link.processor.name))
 
@@ -145,11 +162,11 @@ class _PortTimer(abc.DisposableBase):
         self._fn = fn
         self.handle: abc.DisposableBase | None = None
 
-    def fire(self) -> None:
+    def fire(self) -> None:  # already inside the session's gate (Session.call_later)
         port = self._port
         port._timers.discard(self)
         if not port.closed:
-            port._link.run_guarded(self._fn)
+            port._link.call(self._fn)
 
     def dispose(self) -> None:
         self._port._timers.discard(self)
@@ -183,13 +200,12 @@ class _Link:
         self._sinks: dict[Direction, list[Sink]] = {DOWN: [], UP: []}
         self.emit_down: Callable[[Frame], None] = _drop
         self.emit_up: Callable[[Frame], None] = _drop
-        self._busy = False
-        self._pending: deque[tuple[Callable[[Any], None], Any]] = deque()
         self._started = False
         self._subscriptions = CompositeDisposable()
         self._lock = threading.RLock()
         self._owns_session = False
         self._done: dict[Direction, bool] = {DOWN: False, UP: False}
+        self._on_frame: Callable[[Frame, Direction], None] = _ignore
         self.handler: FrameHandler | None = None
         self.port: Port | None = None
 
@@ -229,85 +245,70 @@ class _Link:
         session, gated = session_of(self.processor.scheduler or scheduler)
         self._owns_session = not gated
         self.port = Port(self, session)
+        self.processor._session_opened(self)
         self.handler = self.processor.open(self.port)
-        self._on_frame: Callable[[Frame, Direction], None] = self.handler.on_frame
-        if gated:
-            down = Sink(self.receive_down, self._input_error_down, lambda: self._input_end(DOWN))
-            up = Sink(self.receive_up, self._input_error_up, lambda: self._input_end(UP))
-        else:
-            run = session.run
-            down = Sink(lambda f: run(self.receive_pair, (f, DOWN)), lambda e: run(self._input_error_down, e),
-                        lambda: run(self._input_end, DOWN))
-            up = Sink(lambda f: run(self.receive_pair, (f, UP)), lambda e: run(self._input_error_up, e),
-                      lambda: run(self._input_end, UP))
+        self._on_frame = self.handler.on_frame
+        down = self._sink(DOWN, self._down_in, session, gated)
+        up = self._sink(UP, self._up_in, session, gated)
         self._subscriptions.add(connect(self._up_in, up, session))
         self._subscriptions.add(connect(self._down_in, down, session))
+
+    def _sink(self, direction: Direction, source: Observable[Frame], session: Session, gated: bool) -> Sink:
+        """How frames from ``source`` reach the handler: a plain call, checked at the door if foreign."""
+        receive = self._receiver(direction, checked=not is_trusted(source))
+
+        def error(e: Exception) -> None:
+            self._input_error(direction, e)
+
+        def end() -> None:
+            self._input_end(direction)
+
+        if gated:  # inside a pipeline: its entry and loop-back edges already went through the gate
+            return Sink(receive, error, end)
+        run = session.run
+        return Sink(lambda f: run(receive, f), lambda e: run(error, e), lambda: run(_call_it, end))
+
+    def _receiver(self, direction: Direction, *, checked: bool) -> Callable[[Any], None]:
+        if checked:
+            def receive_checked(frame: Any) -> None:
+                if not isinstance(frame, Frame):
+                    self._bad_input(frame)
+                    return
+                try:
+                    self._on_frame(frame, direction)
+                except Exception as exc:
+                    self._failed(frame, exc)
+
+            return receive_checked
+
+        def receive(frame: Frame) -> None:
+            try:
+                self._on_frame(frame, direction)
+            except Exception as exc:
+                self._failed(frame, exc)
+
+        return receive
 
     def _stop(self) -> None:
         self._subscriptions.dispose()
         if self.port is not None:
             self.port.close()
+        self._on_frame = _ignore
         if self.handler is not None:
             handler, self.handler = self.handler, None
             try:
                 handler.close()
             except Exception:
                 log.exception("%s failed to close; contained", self.processor.name)
+            self.processor._session_closed(self)
         if self._owns_session and self.port is not None:
             self.port.session.dispose()
-        self._pending.clear()
-        self._on_frame = _ignore
 
-    # -- inputs --------------------------------------------------------------
+    # -- inputs fed back through the gate -------------------------------------
 
-    def receive_pair(self, item: tuple[Frame, Direction]) -> None:
-        self.receive(item[0], item[1])
-
-    def receive(self, frame: object, direction: Direction) -> None:
-        """Hand one frame to the handler, or queue it if the handler is busy."""
-        if self._busy:
-            self._pending.append((self._handle_pair, (frame, direction)))
-            return
-        self._busy = True
-        try:
-            self._handle(frame, direction)
-            if self._pending:
-                self._drain()
-        finally:
-            self._busy = False
-
-    def receive_down(self, frame: object) -> None:
-        """``receive(frame, DOWN)`` without the extra call: the path every frame takes."""
-        if self._busy:
-            self._pending.append((self._handle_pair, (frame, DOWN)))
-            return
-        self._busy = True
-        try:
-            if isinstance(frame, Frame):
-                try:
-                    self._on_frame(frame, DOWN)
-                except Exception as exc:
-                    self._failed(frame, exc)
-            else:
-                self._bad_input(frame)
-            if self._pending:
-                self._drain()
-        finally:
-            self._busy = False
-
-    def receive_up(self, frame: object) -> None:
-        self.receive(frame, UP)
-
-    def _drain(self) -> None:
-        pending = self._pending
-        while pending:
-            fn, arg = pending.popleft()
-            fn(arg)
-
-    def _handle_pair(self, item: tuple[object, Direction]) -> None:
-        self._handle(item[0], item[1])
-
-    def _handle(self, frame: object, direction: Direction) -> None:
+    def receive_pair(self, item: tuple[object, Direction]) -> None:
+        """Hand one frame to the handler (called inside the session's gate)."""
+        frame, direction = item
         if self.handler is None:
             return
         if not isinstance(frame, Frame):
@@ -317,6 +318,17 @@ class _Link:
             self._on_frame(frame, direction)
         except Exception as exc:
             self._failed(frame, exc)
+
+    def call(self, fn: Callable[[], Any]) -> None:
+        """Run a timer's or a worker's callback as an input (called inside the session's gate)."""
+        if self.handler is None:
+            return
+        try:
+            fn()
+        except Exception as exc:
+            log.exception("%s: a callback failed; contained", self.processor.name)
+            if self.port is not None:
+                self.port.report_error(exc)
 
     def _failed(self, frame: Frame, exc: Exception) -> None:
         log.exception("%s failed on %s; the frame is skipped", self.processor.name, frame.name)
@@ -331,27 +343,14 @@ class _Link:
         if self.port is not None:
             self.port.report_error(error, item)
 
-    def run_guarded(self, fn: Callable[[], Any]) -> None:
-        """Run a timer's callback as if it were a frame: never overlapping the handler."""
-        if self._busy:
-            self._pending.append((self._call, fn))
-            return
-        self._busy = True
-        try:
-            self._call(fn)
-            self._drain()
-        finally:
-            self._busy = False
-
-    def _call(self, fn: Callable[[], Any]) -> None:
-        if self.handler is None:
-            return
-        try:
-            fn()
-        except Exception as exc:
-            log.exception("%s: a timer callback failed; contained", self.processor.name)
-            if self.port is not None:
-                self.port.report_error(exc)
+    def bad_output(self, item: object) -> None:
+        """The handler tried to send something that is not a frame: reported, not sent."""
+        error = InvalidFrameError(
+            f"{self.processor.name} tried to send {type(item).__name__} {item!r:.80}, not a Frame; dropped"
+        )
+        log.error("%s", error)
+        if self.port is not None:
+            self.port.report_error(error, item)
 
     def _input_end(self, direction: Direction) -> None:
         if self._done[direction]:
@@ -369,15 +368,13 @@ class _Link:
                 for sink in list(self._sinks[d]):
                     sink.on_completed()
 
-    def _input_error_down(self, error: Exception) -> None:
-        self._input_error(DOWN, error)
-
-    def _input_error_up(self, error: Exception) -> None:
-        self._input_error(UP, error)
-
     def _input_error(self, direction: Direction, error: Exception) -> None:
         for sink in list(self._sinks[direction]):
             sink.on_error(error)
+
+
+def _call_it(fn: Callable[[], Any]) -> None:
+    fn()
 
 
 class Processor(Stage):
@@ -385,11 +382,20 @@ class Processor(Stage):
 
     Subclasses implement :meth:`open`. A processor used in a
     :func:`~rxvoice.pipeline.pipeline` is connected once per running pipeline;
-    used as a plain operator, once per subscription.
+    used as a plain operator, once per subscription. Keep per-session state
+    in the handler :meth:`open` returns, never on the processor: one
+    processor may run several sessions.
+
+    A processor whose sessions write shared state (``exclusive`` set to what
+    they write) warns when a second session starts while one is running:
+    subscribing the same stage twice, without ``share()`` or a
+    :func:`~rxvoice.pipeline.pipeline`, runs it twice on the same input.
     """
 
     name: str = "Processor"
     scheduler: abc.SchedulerBase | None = None
+    exclusive: ClassVar[str | None] = None
+    """What the sessions of this processor write that others share (``None``: nothing)."""
 
     def duplex(
         self, down: Observable[Frame], up: Observable[Frame]
@@ -404,6 +410,33 @@ class Processor(Stage):
     def report_error(self, error: BaseException, frame: object = None) -> None:
         """Hook for non-fatal errors (processors with events raise it as their ``on_error``)."""
         log.warning("%s: %s", self.name, error)
+
+    # -- live sessions (bookkeeping for the double-subscription warning) --------------------
+
+    def _session_opened(self, link: _Link) -> None:
+        if self.exclusive is None:
+            return
+        with _LIVE_LOCK:
+            live = self.__dict__.setdefault("_live_links", set())
+            live.add(id(link))
+            count = len(live)
+        if count > 1:
+            message = (
+                f"{self.name} is running {count} sessions at once, and each writes {self.exclusive}: "
+                "every write happens once per session. Subscribing one stage twice runs it twice; "
+                "put it in a pipeline() (connected once however many observers) or share() its output."
+            )
+            log.warning("%s", message)
+            warnings.warn(message, RxVoiceWarning, stacklevel=2)
+
+    def _session_closed(self, link: _Link) -> None:
+        if self.exclusive is None:
+            return
+        with _LIVE_LOCK:
+            self.__dict__.get("_live_links", set()).discard(id(link))
+
+
+_LIVE_LOCK = threading.Lock()
 
 
 class EventfulProcessor(Processor):

@@ -1,15 +1,27 @@
 """A session: one conversation's scheduler, through which every input is serialized.
 
 A voice conversation has many producers: the microphone callback, the STT
-client's thread, timers, a model answering on a worker thread. The core of
-each stage must see them one at a time. :class:`Session` wraps the
-scheduler a pipeline runs on and adds a gate: :meth:`Session.run` executes a
-call at once when nothing else of this session is running, and otherwise
-queues it for whichever thread is inside to run next. Nobody blocks, nothing
-overlaps, nothing is lost, and a call made while another is running (from
-the same thread or another) waits for it to finish. Timers scheduled through
-the session enter through the same gate, so a firing timer never interleaves
-with a frame.
+client's thread, timers, a model answering on a worker thread, frames that a
+later stage sends back upstream. The stages of a pipeline must see them one at
+a time. :class:`Session` wraps the scheduler a pipeline runs on and adds a
+gate: :meth:`Session.run` executes a call at once when nothing else of this
+session is running, and otherwise queues it for whichever thread is inside to
+run next. Nobody blocks, nothing overlaps, nothing is lost, and a call made
+while another is running (from the same thread or another) waits for it to
+finish. Timers scheduled through the session enter through the same gate, so
+a firing timer never interleaves with a frame.
+
+This gate is the only re-entrancy guard of a pipeline: frames travelling down
+are handed from stage to stage as plain calls, and every edge that can loop
+back (upstream frames, timers, results from workers, a stage feeding a frame
+back into itself) enters through the gate.
+
+What escapes a call: an ``Exception`` is logged and the session goes on; an
+interpreter exit (``KeyboardInterrupt``, ``SystemExit``) releases the gate
+first and then propagates, so the session is never left wedged. Callbacks of
+the application (event handlers, context subscribers, ``on_idle``) are
+contained where rxvoice calls them (:func:`rxvoice.events.contain`), a
+``CancelledError`` they raise included.
 """
 
 from __future__ import annotations
@@ -120,7 +132,12 @@ class Session(Scheduler):
     # -- the gate ------------------------------------------------------------
 
     def run(self, fn: Callable[[_T], Any], arg: _T) -> None:
-        """Call ``fn(arg)`` now, or after the call already running in this session."""
+        """Call ``fn(arg)`` now, or after the call already running in this session.
+
+        After :meth:`dispose` the call is dropped.
+        """
+        if self.disposed:
+            return
         lock = self._lock
         queue = self._queue
         if not queue and lock.acquire(False):
@@ -128,7 +145,8 @@ class Session(Scheduler):
                 fn(arg)
             except Exception:
                 log.exception("a call inside the session raised; the session goes on")
-            self._drain_and_release()
+            finally:
+                self._drain_and_release()
         else:
             queue.append((fn, arg))
         # A call queued while the owner was releasing must not be stranded.
@@ -138,8 +156,11 @@ class Session(Scheduler):
     def _drain_and_release(self) -> None:
         queue = self._queue
         try:
-            while queue:
-                f, a = queue.popleft()
+            while not self.disposed:
+                try:
+                    f, a = queue.popleft()
+                except IndexError:  # empty (or emptied by dispose() on another thread)
+                    break
                 try:
                     f(a)
                 except Exception:
@@ -147,9 +168,10 @@ class Session(Scheduler):
         finally:
             self._lock.release()
 
-    def post(self, fn: Callable[[_T], Any], arg: _T) -> abc.DisposableBase:
-        """Hand ``fn(arg)`` to the session from another thread, via the scheduler's own thread."""
-        return self.schedule(lambda _s, _st: fn(arg))
+    @property
+    def busy(self) -> bool:
+        """Whether a call is running inside the session right now (on any thread)."""
+        return self._lock.locked()
 
     def dispose(self) -> None:
         """Stop running anything: queued calls and timers that fire later are dropped."""

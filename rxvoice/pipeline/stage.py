@@ -23,7 +23,7 @@ from reactivex.disposable import CompositeDisposable, Disposable
 
 from ..frames import DOWN, UP, Direction, Frame
 from .session import Session
-from .wire import Feed, FrameSource, Sink, connect
+from .wire import Feed, FrameSource, Sink, connect, is_trusted
 
 __all__ = ["Direction", "Operator", "Pipeline", "Stage", "as_stage", "lift", "pipeline"]
 
@@ -105,6 +105,11 @@ class _GatedEntry:
         self._run(self._feed.complete, None)
 
 
+def _through_gate(run: Callable[[Callable[[Any], Any], Any], None], feed: Feed) -> Sink:
+    """A sink that hands each frame (and the end) to ``feed`` through the session's gate."""
+    return Sink(lambda f: run(feed.push, f), lambda e: run(feed.error, e), lambda: run(feed.complete, None))
+
+
 class _ConnectionOutput(FrameSource):
     def __init__(self, conn: _Connection, direction: Direction) -> None:
         super().__init__()
@@ -152,11 +157,14 @@ class _Connection:
 
     def _start(self, scheduler: abc.SchedulerBase | None) -> None:
         given = self._pipe.scheduler or scheduler
+        # Inside another pipeline (connected with its session): the inputs are already serialized.
+        nested = isinstance(scheduler, Session) and given is scheduler
         session = given if isinstance(given, Session) else Session(given)
         self.session = session
         stages = self._pipe.stages
-        down_entry = Feed("pipeline input")
-        up_entry = Feed("pipeline input")
+        # A pipeline's own inputs are checked at the door (is it a frame?) unless they come from a stage.
+        down_entry = Feed("pipeline input", trusted=nested and is_trusted(self._down_in))
+        up_entry = Feed("pipeline input", trusted=nested and is_trusted(self._up_in))
         # backs[i] carries frames travelling up into stage i from stage i + 1.
         backs: list[Feed] = [Feed("pipeline") for _ in stages[:-1]] + [up_entry]
         down: Observable[Frame] = down_entry
@@ -165,13 +173,19 @@ class _Connection:
             down, up_out = stage.duplex(down, backs[i])
             ups.append(up_out)
         d = self._disposable
-        # Wire the loops before anything flows: upstream output of stage i feeds backs[i - 1].
+        run = session.run
+        # Wire the loops before anything flows: upstream output of stage i feeds backs[i - 1]. These are
+        # the only edges that can lead back into a stage that is busy, so they go through the gate: a
+        # frame sent upstream is handled once the chain that sent it has returned.
         for i in range(1, len(stages)):
-            d.add(connect(ups[i], backs[i - 1].sink(), session))
+            d.add(connect(ups[i], _through_gate(run, backs[i - 1]), session))
         d.add(connect(ups[0], self._outputs[UP].sink(), session))
         d.add(connect(down, self._outputs[DOWN].sink(), session))
         # Only now let the inputs in, each through the session's gate.
-        run = session.run
+        if nested:
+            d.add(connect(self._up_in, up_entry.sink(), session))
+            d.add(connect(self._down_in, down_entry.sink(), session))
+            return
 
         def gated(feed: Feed) -> abc.ObserverBase[Frame]:
             # Duck-typed observer (reactivex accepts any object with on_next/on_error/on_completed).

@@ -5,6 +5,10 @@ but when one rxvoice stage feeds another, the frame is handed over with a
 plain function call instead of going through ``AutoDetachObserver`` and
 ``Observer`` layers on each hop. That is most of what a frame costs in a
 long pipeline, so it is worth the few lines here.
+
+A source is *trusted* when it can only carry frames (another rxvoice stage's
+output): a stage connected to it skips the "is this a frame?" check. A
+foreign observable, or a pipeline's own input, is checked at the door.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from reactivex.disposable import Disposable
 
 from ..frames import Frame
 
-__all__ = ["Feed", "FrameSource", "Sink", "connect", "fan_out"]
+__all__ = ["Feed", "FrameSource", "Sink", "connect", "fan_out", "is_trusted"]
 
 log = logging.getLogger("rxvoice.pipeline")
 
@@ -54,6 +58,8 @@ class FrameSource(Observable[Frame]):
     """An observable of frames that rxvoice stages can also connect to directly."""
 
     owner: str = "a stage"
+    trusted: bool = True
+    """Whether everything it emits is known to be a frame (an rxvoice stage's output)."""
 
     @abstractmethod
     def connect_raw(self, sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
@@ -67,6 +73,11 @@ class FrameSource(Observable[Frame]):
     ) -> abc.DisposableBase:
         sink = Sink(_guarded(observer.on_next, self.owner, self.report), observer.on_error, observer.on_completed)
         return self.connect_raw(sink, scheduler)
+
+
+def is_trusted(source: Observable[Frame]) -> bool:
+    """Whether ``source`` only ever carries frames (its items need no check)."""
+    return isinstance(source, FrameSource) and source.trusted
 
 
 def connect(source: Observable[Frame], sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
@@ -96,11 +107,17 @@ def fan_out(sinks: list[Sink]) -> Callable[[Frame], None]:
 
 
 class Feed(FrameSource):
-    """A hot source fed by calls (``emit``, ``error``, ``complete``), for wiring inside pipelines."""
+    """A hot source fed by calls (``emit``, ``error``, ``complete``), for wiring inside pipelines.
 
-    def __init__(self, owner: str = "a pipeline") -> None:
+    Args:
+        owner: Who feeds it (for log lines).
+        trusted: Whether what it is fed is known to be frames.
+    """
+
+    def __init__(self, owner: str = "a pipeline", *, trusted: bool = True) -> None:
         super().__init__()
         self.owner = owner
+        self.trusted = trusted
         self._sinks: list[Sink] = []
         self._lock = threading.Lock()
         self._terminal: tuple[str, Exception | None] | None = None

@@ -1,7 +1,19 @@
-"""Turn-taking: who speaks when, decided by pure strategies.
+"""Turn-taking decisions: who speaks when, decided by pure strategies and one turn machine.
 
+This package holds the rules only (it imports nothing but frames, the
+context and errors): strategies, the turn controller and machine, mute,
+idle, the late-tail rule, service recommendations. The stages that run the
+machine live with the stages: the user aggregator
+(:class:`rxvoice.aggregators.UserAggregator`), :class:`rxvoice.aggregators.UserTurnProcessor`
+and the turn-taking detector (:class:`rxvoice.audio.turn.TurnTakingDetector`).
 See ``docs/turn-taking.md`` for each strategy with a marble diagram.
 """
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
 
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
 from .config import (
@@ -13,8 +25,9 @@ from .config import (
     default_start_strategies,
     default_stop_strategies,
 )
-from .controller import TurnController, TurnState
+from .controller import TurnController
 from .idle import IdleState
+from .machine import RecordingPort, ResultBack, TimerFired, TurnMachine, TurnPort, TurnScan, TurnState, Words, turn_step
 from .mute import (
     AlwaysUserMute,
     FirstSpeechUserMute,
@@ -23,7 +36,6 @@ from .mute import (
     MuteUntilFirstBotComplete,
 )
 from .offload import Offload, SchedulerOffload, inline_offload
-from .processor import UserTurnProcessor
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (
     TRANSCRIPT_GRACE,
@@ -55,21 +67,41 @@ __all__ = [
     "MuteStrategy",
     "MuteUntilFirstBotComplete",
     "Offload",
+    "RecordingPort",
+    "ResultBack",
     "SchedulerOffload",
     "SpeechTimeoutStop",
     "StartStrategy",
     "StopStrategy",
     "Strategy",
+    "TimerFired",
     "TranscriptionStart",
     "TurnAnalyzerStop",
     "TurnController",
+    "TurnMachine",
+    "TurnPort",
+    "TurnScan",
     "TurnState",
     "TurnsConfig",
-    "UserTurnProcessor",
     "UserTurnStrategies",
     "VADStart",
     "WakePhraseStart",
+    "Words",
     "default_start_strategies",
     "default_stop_strategies",
     "inline_offload",
+    "turn_step",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # UserTurnProcessor is a stage, and stages sit above the decisions: it lives in
+    # rxvoice.aggregators. The old spelling keeps working, with a warning.
+    if name == "UserTurnProcessor":
+        warnings.warn(
+            "rxvoice.turns.UserTurnProcessor moved to rxvoice.aggregators.UserTurnProcessor "
+            "(the turns package holds the decisions only); the old name goes in 0.3",
+            DeprecationWarning, stacklevel=2,
+        )
+        return importlib.import_module("rxvoice.aggregators").UserTurnProcessor
+    raise AttributeError(f"module 'rxvoice.turns' has no attribute {name!r}")

@@ -1,9 +1,13 @@
 """The idle watch: notice when the user has said nothing for a while.
 
-The clock starts when the bot stops speaking, and again after every user
-turn (an empty or noise-only turn too, so a cough does not silence the
-watch for good). It pauses while the bot speaks or a tool call runs, and it
-fires once per arming.
+The user is the one expected to speak once the bot has finished: the clock
+starts when the bot stops speaking (or, with no speech output, when the
+bot's turn is written: an ``LLMContextAssistantTurnFrame`` coming back
+upstream), and after a user turn that nobody will answer (an empty or
+noise-only turn, so a cough does not silence the watch for good). A user
+turn that was answered starts nothing: its reply is pending, and the clock
+waits for the bot to have spoken, however slow the model. The watch pauses
+while the bot speaks or a tool call runs, and it fires once per arming.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from ..frames import (
     FunctionCallCancelFrame,
     FunctionCallResultFrame,
     FunctionCallsStartedFrame,
+    LLMContextAssistantTurnFrame,
     UserIdleTimeoutUpdateFrame,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
@@ -27,6 +32,7 @@ __all__ = ["IDLE_TYPES", "IdleEffect", "IdleState", "idle_fired", "idle_step"]
 IDLE_TYPES: frozenset[type[Frame]] = frozenset({
     BotStartedSpeakingFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame,
     FunctionCallsStartedFrame, FunctionCallResultFrame, FunctionCallCancelFrame, UserIdleTimeoutUpdateFrame,
+    LLMContextAssistantTurnFrame,
 })
 """The frame types the idle watch reacts to."""
 
@@ -40,6 +46,7 @@ class IdleState(NamedTuple):
     user_turn: bool = False
     calls: int = 0
     paused: bool = False
+    reply_pending: bool = False
 
 
 class IdleEffect(NamedTuple):
@@ -57,38 +64,50 @@ def _arm(state: IdleState) -> tuple[IdleEffect, ...]:
     return (IdleEffect("arm", state.timeout),) if state.timeout > 0 else _NOTHING
 
 
-def idle_step(state: IdleState, frame: Frame) -> tuple[IdleState, tuple[IdleEffect, ...]]:
-    """React to one frame of a type in :data:`IDLE_TYPES`."""
-    timeout, waiting, bot, user_turn, calls, paused = state
+def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+    """React to one frame of a type in :data:`IDLE_TYPES`.
+
+    ``answered`` goes with a user turn's end: the turn wrote words and asked
+    for a reply (the watch then waits for the bot to have spoken).
+    """
+    timeout, waiting, bot, user_turn, calls, paused, pending = state
     t = type(frame)
     if t is BotStoppedSpeakingFrame:
         if not user_turn and calls == 0:
-            s = IdleState(timeout, True, False, user_turn, calls, paused)
+            s = IdleState(timeout, True, False, user_turn, calls, paused, False)
             return s, _arm(s)
-        return IdleState(timeout, waiting, False, user_turn, calls, paused), _NOTHING
+        return IdleState(timeout, waiting, False, user_turn, calls, paused, False), _NOTHING
     if t is BotStartedSpeakingFrame:
-        return IdleState(timeout, False, True, user_turn, calls, False), _DISARM
+        return IdleState(timeout, False, True, user_turn, calls, False, False), _DISARM
     if t is UserStartedSpeakingFrame:
-        return IdleState(timeout, False, bot, True, calls, False), _DISARM
+        return IdleState(timeout, False, bot, True, calls, False, False), _DISARM
     if t is UserStoppedSpeakingFrame:
+        if answered:  # a reply is on its way: the user is not the one expected to speak
+            return IdleState(timeout, False, bot, False, calls, False, True), _NOTHING
         if not bot and calls == 0:
-            s = IdleState(timeout, True, bot, False, calls, paused)
+            s = IdleState(timeout, True, bot, False, calls, paused, pending)
             return s, _arm(s)
-        return IdleState(timeout, waiting, bot, False, calls, paused), _NOTHING
+        return IdleState(timeout, waiting, bot, False, calls, paused, pending), _NOTHING
+    if t is LLMContextAssistantTurnFrame:
+        # The bot's turn is written. Without speech output nothing else says it is over.
+        if pending and not bot and not user_turn and calls == 0:
+            s = IdleState(timeout, True, bot, user_turn, calls, paused, False)
+            return s, _arm(s)
+        return state, _NOTHING
     if isinstance(frame, FunctionCallsStartedFrame):
         n = len(frame.function_calls)
-        return IdleState(timeout, False, bot, user_turn, calls + n, paused or waiting), _DISARM
+        return IdleState(timeout, False, bot, user_turn, calls + n, paused or waiting, pending), _DISARM
     if isinstance(frame, FunctionCallResultFrame | FunctionCallCancelFrame):
         props = frame.properties if isinstance(frame, FunctionCallResultFrame) else None
         if props is not None and not props.is_final:
             return state, _NOTHING
         left = max(0, calls - 1)
         if left == 0 and paused and not bot and not user_turn:
-            s = IdleState(timeout, True, bot, user_turn, 0, False)
+            s = IdleState(timeout, True, bot, user_turn, 0, False, pending)
             return s, _arm(s)
-        return IdleState(timeout, waiting, bot, user_turn, left, paused), _NOTHING
+        return IdleState(timeout, waiting, bot, user_turn, left, paused, pending), _NOTHING
     if isinstance(frame, UserIdleTimeoutUpdateFrame):
-        s = IdleState(float(frame.timeout), waiting, bot, user_turn, calls, paused)
+        s = IdleState(float(frame.timeout), waiting, bot, user_turn, calls, paused, pending)
         if s.timeout <= 0:
             return s, _DISARM
         return s, (_arm(s) if s.waiting else _NOTHING)

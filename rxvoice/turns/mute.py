@@ -4,6 +4,13 @@ Each strategy is a pure step over the frames it cares about plus a reading
 of its state (muted or not); the user is muted when any strategy says so.
 What the user says while muted is dropped, not queued: the bot is never
 answered by something said while it was not listening.
+
+A simple rule overrides :meth:`MuteStrategy.on_frame`. A timed rule ("mute
+for two seconds after the bot starts") overrides :meth:`MuteStrategy.step`,
+which gets the time and may arm and disarm timers of its own (the same
+``Arm``/``Disarm`` effects turn strategies use), and
+:meth:`MuteStrategy.on_timer`, called when one fires; the turn machine runs
+both, nothing else needs to change.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from ..frames import (
     FunctionCallResultFrame,
     FunctionCallsStartedFrame,
 )
+from .strategy import NOTHING, Effects
 
 __all__ = [
     "AlwaysUserMute",
@@ -38,21 +46,36 @@ S = TypeVar("S")
 
 
 class MuteStrategy(Generic[S]):
-    """Base of mute strategies: ``on_frame`` for ``handles`` types, ``muted`` reads the state."""
+    """Base of mute strategies: ``on_frame`` (or ``step``) for ``handles`` types, ``muted`` reads the state."""
 
     handles: ClassVar[frozenset[type[Frame]]] = frozenset()
 
     @property
     def name(self) -> str:
+        """The strategy's class name."""
         return type(self).__name__
 
     def initial(self) -> S:
+        """The state a session starts with."""
         raise NotImplementedError
 
     def on_frame(self, state: S, frame: Frame) -> S:
+        """React to one frame of a type in ``handles`` (a rule that needs no time)."""
         return state
 
+    def step(self, state: S, frame: Frame, now: float) -> tuple[S, Effects]:
+        """React to one frame at time ``now``; may arm or disarm this strategy's timers.
+
+        The default applies :meth:`on_frame` and asks for nothing else.
+        """
+        return self.on_frame(state, frame), NOTHING
+
+    def on_timer(self, state: S, key: str, now: float) -> tuple[S, Effects]:
+        """This strategy's timer ``key`` fired."""
+        return state, NOTHING
+
     def muted(self, state: S) -> bool:
+        """Whether this strategy wants the user muted."""
         return False
 
 
@@ -183,10 +206,12 @@ def mute_initial(strategies: Sequence[MuteStrategy[Any]]) -> MuteState:
     return MuteState(any(s.muted(st) for s, st in zip(strategies, states, strict=True)), states)
 
 
-def mute_step(strategies: Sequence[MuteStrategy[Any]], state: MuteState, frame: Frame) -> MuteState:
-    """Every strategy sees the frame; the user is muted if any of them says so."""
+def mute_step(
+    strategies: Sequence[MuteStrategy[Any]], state: MuteState, frame: Frame, now: float = 0.0
+) -> MuteState:
+    """Every strategy sees the frame; the user is muted if any of them says so (timers are not run here)."""
     t = type(frame)
     states = tuple(
-        s.on_frame(st, frame) if t in s.handles else st for s, st in zip(strategies, state.states, strict=True)
+        s.step(st, frame, now)[0] if t in s.handles else st for s, st in zip(strategies, state.states, strict=True)
     )
     return MuteState(any(s.muted(st) for s, st in zip(strategies, states, strict=True)), states)

@@ -111,7 +111,9 @@ def test_speech_resuming_before_the_verdict_discards_it() -> None:
     # The pause is 0.25 s: the VAD stops at 1.7 s, speech resumes at 1.75 s; the verdict comes at 1.9 s.
     timeline = audio_timeline([(False, 0.5), (True, 1.0), (False, 0.25), (True, 0.5), (False, 1.0)])
     rec, _ = run(model, timeline, latency=0.2)
-    assert [k for _, k in turn_frames(rec)] == ["UserStartedSpeakingFrame", "InterruptionFrame"]
+    assert [k for _, k in turn_frames(rec)][:2] == ["UserStartedSpeakingFrame", "InterruptionFrame"]
+    # Nothing ends the turn at the pauses; with the audio gone, the stop watchdog closes it 5 s later.
+    assert rec.events_named("on_user_turn_stopped") == [(2440 + 5000, "timeout")]
 
 
 def test_the_silence_fallback_ends_an_incomplete_turn() -> None:

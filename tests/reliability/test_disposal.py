@@ -240,13 +240,13 @@ def test_disposing_during_a_smart_turn_inference_on_the_worker_drops_its_verdict
     session_futures: list[concurrent.futures.Future[Any]] = []
 
     def grab(*_: Any) -> None:
-        session = pair.user()._session
+        session = pair.user()._last
         assert session is not None
         session_futures.extend(session._futures)
+        assert analyzer.entered.wait(5.0)  # the inference is running on the worker when the pipeline goes
 
     bench.scheduler.schedule_absolute(1.05, grab)
     bench.run(pipeline(pair.user(), llm, pair.assistant()), down=down, until=1.1)  # disposed at 1.1 s
-    assert analyzer.entered.wait(5.0)  # the inference was running on the worker when the pipeline went
     seen = list(events)
     analyzer.release.set()
     concurrent.futures.wait(session_futures, timeout=5.0)

@@ -200,15 +200,15 @@ def _check(actions: list[tuple[str, Direction, float]], script: list[Reply], *, 
     down.append((t + 5.0, F.EndFrame()))
 
     heard: list[tuple[str, bool]] = []  # (words, whether the user was muted when they arrived)
-    core = pair.user().core
-    on_frame = core.on_frame
+    machine = pair.user().machine
+    on_frame = machine.on_frame
 
     def spy(state: Any, frame: F.Frame, direction: Direction, now: float) -> Any:
         if type(frame) is F.TranscriptionFrame:
-            heard.append((frame.text, state.mute.muted))
+            heard.append((frame.text, state.muted))
         return on_frame(state, frame, direction, now)
 
-    core.on_frame = spy  # type: ignore[method-assign]
+    machine.on_frame = spy  # type: ignore[method-assign]
     written: list[str] = []
     pair.user().events.on("on_user_turn_message_added", lambda _a, added: written.append(added.content))
     untyped: list[BaseException] = []

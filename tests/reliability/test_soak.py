@@ -90,7 +90,7 @@ def test_tool_results_with_callbacks_do_not_accumulate() -> None:
     seen: list[int] = []
 
     def size(*_: Any) -> None:
-        session = pair.assistant()._session
+        session = pair.assistant()._last
         assert session is not None
         seen.append(len(session._after))
 

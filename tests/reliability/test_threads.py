@@ -84,8 +84,8 @@ def test_eight_producer_threads_feed_one_session_serialized_and_lossless(crashes
     """Mic, STT, VAD and TTS threads at once: every frame and word arrives once, the cores never overlap."""
     overlap = Overlap()
     pair = Pair(LLMContext(), turns=TurnsConfig(stop=[SpeechTimeoutStop(user_speech_timeout=0.05)]))
-    for core in (pair.user().core, pair.assistant().core):
-        for name in ("on_frame", "on_timer", "on_result", "end_of_input", "on_thought"):
+    for core in (pair.user().machine, pair.assistant().core):
+        for name in ("on_frame", "on_timer", "on_result", "start", "end", "sees", "end_of_input", "on_thought"):
             if hasattr(core, name):
                 setattr(core, name, overlap.wrap(getattr(core, name)))
     llm = CountedLLM(overlap, token_delay=0.002)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rxvoice.aggregators import Pair, VADConfig
+from rxvoice.aggregators import Pair, UserTurnProcessor, VADConfig
 from rxvoice.errors import ConfigurationError
 from rxvoice.turns import (
     AlwaysUserMute,
@@ -18,7 +18,6 @@ from rxvoice.turns import (
     SpeechTimeoutStop,
     TranscriptionStart,
     TurnsConfig,
-    UserTurnProcessor,
     UserTurnStrategies,
     VADStart,
     default_start_strategies,

@@ -22,17 +22,9 @@ from rxvoice.turns import (
     UserTurnStrategies,
     VADStart,
 )
-from rxvoice.turns.controller import (
-    WATCHDOG,
-    AggregationReset,
-    InferenceTriggered,
-    StopTimedOut,
-    StrategyTimer,
-    TurnStarted,
-    TurnStopped,
-)
 from rxvoice.turns.idle import IdleEffect, IdleState, idle_fired, idle_step
 from rxvoice.turns.late_tail import may_start
+from rxvoice.turns.machine import WATCHDOG, RecordingPort, TurnMachine, TurnState
 from rxvoice.turns.mute import mute_initial, mute_step
 from rxvoice.turns.recommend import recommended_controller
 
@@ -41,104 +33,192 @@ VE = F.VADUserStoppedSpeakingFrame(0.2)
 DONE = F.UserTurnInferenceCompletedFrame()
 
 
-def kinds(effects: list[Any]) -> list[str]:
-    return [type(e).__name__ for e in effects if not isinstance(e, StrategyTimer)]
+class Words:
+    """Records what the machine asks of the words (the aggregator's part)."""
+
+    def __init__(self, port: RecordingPort) -> None:
+        self.port = port
+
+    def transcript(self, frame: F.TranscriptionFrame, direction: Any, late: bool, now: float) -> None:
+        self.port.calls.append(("words", "transcript"))
+
+    def interim(self, frame: F.InterimTranscriptionFrame, direction: Any) -> None:
+        return None
+
+    def pending(self) -> bool:
+        return False
+
+    def reset(self) -> None:
+        self.port.calls.append(("words", "reset"))
+
+    def started(self, now: float) -> None:
+        return None
+
+    def commit(self, now: float) -> None:
+        self.port.calls.append(("words", "commit"))
+
+    def content(self) -> tuple[str, str, float | None]:
+        return "", "", None
+
+    def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
+        return True, True
+
+    def ended(self, now: float) -> None:
+        return None
 
 
-# -- controller ----------------------------------------------------------------------------------
+class Bench:
+    """A machine, its state and a recording port: feed frames and timers, read the decisions."""
+
+    def __init__(self, start: list[Any] | None, stop: list[Any] | None, stop_timeout: float = 5.0) -> None:
+        self.machine = TurnMachine(TurnsConfig(start=start, stop=stop, stop_timeout=stop_timeout, empty_turn=None))
+        self.port = RecordingPort(self.machine)
+        self.state = self.machine.open(self.port, Words(self.port))
+        self.port.state = self.state
+
+    @property
+    def start(self) -> tuple[Any, ...]:
+        return self.machine.controller.start
+
+    def frame(self, frame: F.Frame, now: float) -> list[str]:
+        self.port.now = now
+        self.machine.on_frame(self.state, frame, F.DOWN, now)
+        return self.decisions()
+
+    def timer(self, owner: int, key: str, now: float) -> list[str]:
+        self.port.now = now
+        self.machine.on_timer(self.state, owner, key, now)
+        return self.decisions()
+
+    def decisions(self) -> list[str]:
+        """The turn decisions of the last step: events and word operations, in order."""
+        self.last = self.port.take()
+        names = {"on_user_turn_started": "TurnStarted", "on_user_turn_stopped": "TurnStopped",
+                 "on_user_turn_inference_triggered": "InferenceTriggered",
+                 "on_user_turn_stop_timeout": "StopTimedOut"}
+        out = []
+        for call in self.last:
+            if call[0] == "event" and call[1] in names:
+                out.append(names[call[1]])
+            elif call[:2] == ("words", "reset"):
+                out.append("AggregationReset")
+        return out
+
+    def events(self, name: str) -> list[Any]:
+        return [c[2] for c in self.last if c[0] == "event" and c[1] == name]
+
+
+# -- the machine: chains, watchdog, rules -----------------------------------------------------------
 
 
 def test_controller_never_finalizes_while_the_user_speaks() -> None:
-    """A completion verdict while VAD says speaking is ignored; after the VAD stop it ends the turn (pipecat §8.19)."""
-    c = TurnController([VADStart()], [ExternalCompletionStop()], 5.0)
-    s, out = c.on_frame(c.initial(), VS, 0.0)
-    assert kinds(out) == ["TurnStarted"]
-    s, out = c.on_frame(s, DONE, 0.1)
-    assert kinds(out) == [] and s.open
-    s, out = c.on_frame(s, VE, 0.2)
-    s, out = c.on_frame(s, DONE, 0.3)
-    assert kinds(out) == ["TurnStopped"] and not s.open
+    """A completion verdict while VAD says speaking is ignored; after the VAD stop it ends the turn (Pipecat)."""
+    b = Bench([VADStart()], [ExternalCompletionStop()])
+    assert b.frame(VS, 0.0) == ["TurnStarted"]
+    assert b.frame(DONE, 0.1) == [] and b.state.open
+    b.frame(VE, 0.2)
+    assert b.frame(DONE, 0.3) == ["TurnStopped"] and not b.state.open
 
 
 def test_controller_start_is_ignored_inside_a_turn() -> None:
     """A second start trigger while a turn is open starts nothing."""
-    c = TurnController([VADStart(), TranscriptionStart()], [SpeechTimeoutStop()], 5.0)
-    s, _ = c.on_frame(c.initial(), VS, 0.0)
-    s, out = c.on_frame(s, F.TranscriptionFrame("hi"), 0.1)
-    assert kinds(out) == []
+    b = Bench([VADStart(), TranscriptionStart()], [SpeechTimeoutStop()])
+    b.frame(VS, 0.0)
+    assert b.frame(F.TranscriptionFrame("hi"), 0.1) == []
 
 
 def test_controller_halt_stops_only_the_chain_it_is_in() -> None:
     """VADStart halts the start chain; the stop chain still sees the frame."""
-    c = TurnController([VADStart(), VADStart()], [SpeechTimeoutStop()], 5.0)
-    s, out = c.on_frame(c.initial(), VS, 0.0)
-    assert [e.strategy for e in out if isinstance(e, TurnStarted)] == [c.start[0]]
-    assert s.stops[0].speaking
+    b = Bench([VADStart(), VADStart()], [SpeechTimeoutStop()])
+    b.frame(VS, 0.0)
+    assert b.events("on_user_turn_started") == [b.start[0]]
+    assert b.state.states[2].speaking
 
 
 def test_controller_watchdog_closes_an_idle_turn_with_no_strategy() -> None:
     """The watchdog fires stop_timeout after the last activity; it closes an open turn with strategy None."""
-    c = TurnController([VADStart()], [ExternalCompletionStop()], 1.0)
-    s, out = c.on_frame(c.initial(), VS, 0.0)
-    assert StrategyTimer(WATCHDOG, "watchdog", 1.0) in out
-    s, _ = c.on_frame(s, VE, 0.5)
-    s, out = c.on_timer(s, WATCHDOG, "watchdog", 1.0)
-    assert len(out) == 1 and out[0] == StrategyTimer(WATCHDOG, "watchdog", out[0].delay)  # type: ignore[union-attr]
-    assert out[0].delay == pytest.approx(0.5)
-    s, out = c.on_timer(s, WATCHDOG, "watchdog", 1.5)
-    assert isinstance(out[0], StopTimedOut) and isinstance(out[-1], TurnStopped) and out[-1].strategy is None
+    b = Bench([VADStart()], [ExternalCompletionStop()], 1.0)
+    b.frame(VS, 0.0)
+    assert ("arm", WATCHDOG, "watchdog", 1.0) in b.last
+    b.frame(VE, 0.5)
+    assert b.timer(WATCHDOG, "watchdog", 1.0) == []
+    [rearm] = b.last
+    assert rearm[:3] == ("arm", WATCHDOG, "watchdog") and rearm[3] == pytest.approx(0.5)
+    assert b.timer(WATCHDOG, "watchdog", 1.5)[0] == "StopTimedOut"
+    assert b.events("on_user_turn_stopped")[0].strategy is None and not b.state.open
 
 
 def test_controller_watchdog_holds_while_the_user_speaks() -> None:
     """At the watchdog's deadline with VAD still speaking nothing closes; the next activity re-arms it."""
-    c = TurnController([VADStart()], [ExternalCompletionStop()], 1.0)
-    s, _ = c.on_frame(c.initial(), VS, 0.0)
-    s, out = c.on_timer(s, WATCHDOG, "watchdog", 1.0)
-    assert out == [] and s.open and not s.watchdog_armed
-    s, out = c.on_frame(s, VE, 3.0)
-    assert StrategyTimer(WATCHDOG, "watchdog", 1.0) in out
+    b = Bench([VADStart()], [ExternalCompletionStop()], 1.0)
+    b.frame(VS, 0.0)
+    b.timer(WATCHDOG, "watchdog", 1.0)
+    assert b.last == [] and b.state.open and not b.state.watchdog_armed
+    b.frame(VE, 3.0)
+    assert ("arm", WATCHDOG, "watchdog", 1.0) in b.last
 
 
 def test_controller_inference_only_inside_a_turn() -> None:
     """An inference trigger outside a turn asks for nothing."""
-    c = TurnController([VADStart()], [SpeechTimeoutStop(user_speech_timeout=0.0)], 5.0)
-    s, out = c.on_frame(c.initial(), F.TranscriptionFrame("hi"), 0.0)
-    s, out = c.on_timer(s, 1, "speech", 0.0)
-    assert kinds(out) == []
+    b = Bench([VADStart()], [SpeechTimeoutStop(user_speech_timeout=0.0)])
+    b.frame(F.TranscriptionFrame("hi"), 0.0)
+    assert b.timer(1, "speech", 0.0) == []
+    assert ("words", "commit") not in b.last
 
 
 def test_controller_never_drops_the_words_of_an_open_turn() -> None:
     """MinWords' reset is passed on outside a turn only: a one-word interim inside a turn keeps the words."""
-    c = TurnController([MinWordsStart(min_words=3)], [SpeechTimeoutStop()], 5.0)
-    s, out = c.on_frame(c.initial(), F.BotStartedSpeakingFrame(), 0.0)
-    s, out = c.on_frame(s, F.TranscriptionFrame("uh"), 0.1)
-    assert kinds(out) == ["AggregationReset"]
-    s, out = c.on_frame(s, F.TranscriptionFrame("please stop now"), 0.2)
-    assert "TurnStarted" in kinds(out)
-    s, _ = c.on_frame(s, F.BotStartedSpeakingFrame(), 0.3)
-    s, out = c.on_frame(s, F.InterimTranscriptionFrame("and"), 0.4)
-    assert not any(isinstance(e, AggregationReset) for e in out)
+    b = Bench([MinWordsStart(min_words=3)], [SpeechTimeoutStop()])
+    b.frame(F.BotStartedSpeakingFrame(), 0.0)
+    assert b.frame(F.TranscriptionFrame("uh"), 0.1) == ["AggregationReset"]
+    assert "TurnStarted" in b.frame(F.TranscriptionFrame("please stop now"), 0.2)
+    b.frame(F.BotStartedSpeakingFrame(), 0.3)
+    assert "AggregationReset" not in b.frame(F.InterimTranscriptionFrame("and"), 0.4)
 
 
 def test_controller_takeover_keeps_the_turn_and_tells_new_strategies() -> None:
     """A recommended controller takes over an open turn: still open, its strategies told a turn runs."""
-    old = TurnController([VADStart()], [SpeechTimeoutStop()], 5.0)
-    s, _ = old.on_frame(old.initial(), VS, 0.0)
-    start, stop = ExternalStrategies().resolved()
-    new = TurnController(start, stop, 5.0)
-    s2, _ = new.takeover(s, 0.1)
-    assert s2.open and s2.user_speaking and s2.stops[0].turn_open
+    b = Bench(None, None)  # the defaults: a service may recommend others
+    b.frame(VS, 0.0)
+    b.frame(F.STTMetadataFrame("stt", user_turn_strategies=ExternalStrategies()), 0.1)
+    assert [c[0] for c in b.last if c[0] == "use"] == ["use"]
+    assert b.state.open and b.state.user_speaking and b.state.states[1].turn_open
 
 
 def test_stopped_is_inference_then_finalize() -> None:
     """A stop strategy's verdict asks for the answer before it closes the turn."""
-    c = TurnController([VADStart()], [SpeechTimeoutStop(user_speech_timeout=0.0)], 5.0)
-    s, _ = c.on_frame(c.initial(), VS, 0.0)
-    s, _ = c.on_frame(s, F.TranscriptionFrame("hi", finalized=True), 0.1)
-    s, out = c.on_frame(s, F.VADUserStoppedSpeakingFrame(0.2), 0.2)
-    s, out = c.on_timer(s, c._n_start, "speech", 0.2)
-    decisions = [type(e) for e in out if isinstance(e, InferenceTriggered | TurnStopped)]
-    assert decisions == [InferenceTriggered, TurnStopped]
+    b = Bench([VADStart()], [SpeechTimeoutStop(user_speech_timeout=0.0)])
+    b.frame(VS, 0.0)
+    b.frame(F.TranscriptionFrame("hi", finalized=True), 0.1)
+    b.frame(F.VADUserStoppedSpeakingFrame(0.2), 0.2)
+    assert b.timer(1, "speech", 0.2) == ["InferenceTriggered", "TurnStopped"]
+
+
+def test_a_turn_is_announced_and_interrupts_the_bot_both_ways() -> None:
+    """The machine's own turn: user started then the interruption, each downstream then upstream."""
+    b = Bench([VADStart()], [SpeechTimeoutStop()])
+    b.frame(VS, 0.0)
+    sent = [(type(c[1]).__name__, c[2]) for c in b.last if c[0] == "emit"]
+    assert sent == [("VADUserStartedSpeakingFrame", F.DOWN), ("UserStartedSpeakingFrame", F.DOWN),
+                    ("UserStartedSpeakingFrame", F.UP), ("InterruptionFrame", F.DOWN), ("InterruptionFrame", F.UP)]
+
+
+def test_the_machine_is_a_scan_accumulator() -> None:
+    """turn_step drives the same machine through reactivex's own scan: a VAD start opens a turn."""
+    import reactivex
+    from reactivex import operators as ops
+
+    from rxvoice.turns import TimerFired, turn_step
+
+    machine = TurnMachine(TurnsConfig(start=[VADStart()], stop=[SpeechTimeoutStop(user_speech_timeout=0.5)]))
+    items = [(VS, 0.0), (F.TranscriptionFrame("hi there", finalized=True), 0.3), (VE, 0.6),
+             TimerFired(1, "speech", 1.1)]
+    steps = reactivex.defer(lambda _: reactivex.from_iterable(items).pipe(
+        ops.scan(turn_step(machine), machine.scan_seed()))).pipe(ops.to_list()).run()
+    opened = [step.open for step in steps]
+    assert opened == [True, True, True, False]
+    assert ("arm", 1, "speech", 0.5) in steps[2].calls
+    assert any(c[:2] == ("event", "on_user_turn_stopped") for c in steps[3].calls)
 
 
 # -- mute ----------------------------------------------------------------------------------------
@@ -291,7 +371,7 @@ def test_recommendation_applies_only_when_nothing_is_pinned() -> None:
     """A service's strategies replace the defaults, not the application's own choice (pipecat §8.34)."""
     frame = F.STTMetadataFrame("stt", user_turn_strategies=ExternalStrategies())
     default = TurnsConfig()
-    c = TurnController(*default.chains(), default.stop_timeout)
+    c = TurnController(*default.chains(), default.stop_timeout)  # type: ignore[arg-type]
     new = recommended_controller(default, c, frame)
     assert new is not None and new.recommendation == ExternalStrategies()
     assert recommended_controller(default, new, frame) is None

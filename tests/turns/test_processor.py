@@ -6,7 +6,7 @@ from typing import Any
 
 from rxvoice import frames as F
 from rxvoice import pipeline
-from rxvoice.aggregators import Pair, UserTurnStopped
+from rxvoice.aggregators import Pair, UserTurnProcessor, UserTurnStopped
 from rxvoice.testing import Recording, ScriptedLLM
 from rxvoice.turns import (
     AlwaysUserMute,
@@ -14,7 +14,6 @@ from rxvoice.turns import (
     SpeechTimeoutStop,
     TurnAnalyzerStop,
     TurnsConfig,
-    UserTurnProcessor,
     inline_offload,
 )
 

@@ -103,7 +103,8 @@ def test_processor_and_aggregator_lose_no_word(actions: list[tuple[str, float]],
     """UserTurnProcessor -> aggregator(external): every word heard unmuted is written once, one run per answered
     turn, one user-stopped frame per user-started frame."""
     from rxvoice import pipeline
-    from rxvoice.turns import ExternalStrategies, UserTurnProcessor
+    from rxvoice.aggregators import UserTurnProcessor
+    from rxvoice.turns import ExternalStrategies
 
     pair = Pair(turns=TurnsConfig(strategies=ExternalStrategies()))
     processor = UserTurnProcessor(TurnsConfig(stop_timeout=2.0), mute=[AlwaysUserMute()] if muted else [])

@@ -183,13 +183,16 @@ def test_speech_timeout_finalized_transcript_skips_the_stt_wait() -> None:
 
 
 def test_turn_analyzer_stop_in_the_aggregator() -> None:
-    """Smart-Turn-like stop: the complete verdict, 50 ms after the VAD stop, answers; its metrics go downstream."""
+    """Smart-Turn-like stop: the complete verdict, 50 ms after the VAD stop, answers; its metrics go downstream.
+
+    The verdict's report goes out before the turn end it causes, so whoever watches both sees the cause first.
+    """
     pair = Pair(turns=TurnsConfig(stop=[TurnAnalyzerStop(FakeAnalyzer([(True, 0.93)]))]))
     m = marbles()
     pair.user().offload = SchedulerOffload(m.scheduler, 0.05)
     rec = run(pair, "S-v-h-s", m=m)
     assert rec.down_types() == [
-        "StartFrame", "SpeechControlParamsFrame", VS, US, INT, VE, CTX, UE, "MetricsFrame",
+        "StartFrame", "SpeechControlParamsFrame", VS, US, INT, VE, "MetricsFrame", CTX, UE,
     ]
     assert times(rec, F.LLMContextFrame) == [600 + 50]
     [(_, metrics)] = rec.of_type(F.MetricsFrame)

@@ -98,12 +98,16 @@ def test_idle_is_paused_while_the_bot_speaks() -> None:
     assert event_times(rec, IDLE) == [3100 + 500]
 
 
-def test_idle_rearms_after_a_user_turn() -> None:
-    """After a user turn the watch restarts from the turn's end."""
+def test_idle_waits_for_the_reply_after_an_answered_turn() -> None:
+    """After a user turn that was answered, the watch waits for the bot: it restarts when the bot stops speaking.
+
+    The reply comes 3 s after the turn (longer than the idle timeout): no idle fires while it is pending.
+    """
     pair = Pair(turns=TurnsConfig(idle_timeout=2.0))
-    rec = run(pair, "-----v-h-s", up="b", until=20)
-    stopped = event_times(rec, "on_user_turn_stopped")[0]
-    assert event_times(rec, IDLE) == [stopped + 2000]
+    rec = run(pair, "-----v-h-s", up="b" + "-" * 38 + "B-b", until=80)
+    [stopped] = event_times(rec, "on_user_turn_stopped")
+    assert event_times(rec, IDLE) == [4100 + 2000]
+    assert stopped < 3900
 
 
 def test_idle_rearms_after_an_empty_noise_turn() -> None:
@@ -177,8 +181,8 @@ def test_timers_run_on_the_scheduler_given() -> None:
     """Pair(scheduler=...) and UserTurnProcessor(scheduler=...): the stage's timers run on that scheduler."""
     from reactivex.testing import TestScheduler
 
+    from rxvoice.aggregators import UserTurnProcessor
     from rxvoice.testing import FrameMarbles
-    from rxvoice.turns import UserTurnProcessor
 
     own = TestScheduler()
     pair = Pair(scheduler=own)

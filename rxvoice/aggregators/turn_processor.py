@@ -1,0 +1,131 @@
+"""Turn detection as a stage of its own: :class:`UserTurnProcessor`.
+
+The user aggregator decides turns itself by default, on the same frames and
+in the same order as it gathers the words. Where the decision has to be
+shared (an interruption decision, a transport, a recorder need it too), put
+a :class:`UserTurnProcessor` after speech-to-text and give the aggregator
+:func:`~rxvoice.turns.ExternalStrategies`, so it adopts what the processor
+decided instead of deciding again::
+
+    pipeline(stt, UserTurnProcessor(), pair.user(), llm, tts, output, pair.assistant())
+    # with Pair(context, turns=TurnsConfig(strategies=ExternalStrategies()))
+
+It runs the same turn machine as the aggregator (:mod:`rxvoice.turns.machine`)
+but keeps no words: every frame goes on **first**, transcripts included, and
+only then the decisions it caused (user started/stopped, the interruption),
+so a decision never overtakes the transcript it was made on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from reactivex import abc
+
+from ..errors import ConfigurationError
+from ..events import EventRegistry
+from ..frames import DOWN, CancelFrame, Direction, EndFrame, Frame, StartFrame
+from ..pipeline.processor import Port
+from ..turns.config import TurnsConfig
+from ..turns.machine import TurnMachine
+from ..turns.mute import MuteStrategy
+from ..turns.offload import Offload
+from .shell import TurnShell, TurnStage
+
+__all__ = ["TURN_EVENTS", "UserTurnProcessor"]
+
+TURN_EVENTS = (
+    "on_user_turn_started",
+    "on_user_turn_stopped",
+    "on_user_turn_inference_triggered",
+    "on_user_turn_stop_timeout",
+    "on_user_turn_idle",
+    "on_user_mute_started",
+    "on_user_mute_stopped",
+)
+"""The processor's events: the aggregator's names, minus the message it does not write (plus ``on_error``)."""
+
+
+class UserTurnProcessor(TurnStage):
+    """Decides when the user's turn starts and stops, as a stage of its own.
+
+    Args:
+        turns: Strategies, timeouts, idle and mute settings (the defaults
+            without it). ``empty_turn`` is the aggregator's business; the
+            late-tail rule is applied here too (a late transcript opens no
+            turn).
+        mute: Mute strategies (merged with ``turns.mute``).
+        scheduler: The scheduler to run on (default: the one given at
+            subscribe time).
+        offload: Where heavy strategy work runs (see :mod:`rxvoice.turns.offload`).
+
+    Events (``handler(processor, payload)``): ``on_user_turn_started``
+    (the start strategy), ``on_user_turn_stopped`` (a
+    :class:`~rxvoice.aggregators.UserTurnStopped` whose ``content`` is
+    empty: the processor gathers no words), ``on_user_turn_inference_triggered``
+    (the stop strategy), ``on_user_turn_stop_timeout``, ``on_user_turn_idle``,
+    ``on_user_mute_started``, ``on_user_mute_stopped``, ``on_error``.
+    """
+
+    name = "UserTurnProcessor"
+
+    def __init__(
+        self,
+        turns: TurnsConfig | None = None,
+        *,
+        mute: Sequence[MuteStrategy[Any]] = (),
+        scheduler: abc.SchedulerBase | None = None,
+        offload: Offload | None = None,
+    ) -> None:
+        if turns is not None and not isinstance(turns, TurnsConfig):
+            raise ConfigurationError(f"turns must be a TurnsConfig, got {type(turns).__name__}")
+        for m in mute:
+            if not isinstance(m, MuteStrategy):
+                raise ConfigurationError(f"{m!r} is not a mute strategy")
+        self.turns = turns if turns is not None else TurnsConfig()
+        self.machine = TurnMachine(self.turns, mute)
+        self.scheduler = scheduler
+        self.offload = offload
+        self.events = EventRegistry(self, (*TURN_EVENTS, "on_error"))
+
+    def open(self, port: Port) -> _TurnSession:
+        session = _TurnSession(self, port)
+        self._track(session)
+        return session
+
+
+class _TurnSession(TurnShell):
+    """One session of a processor: the machine's state, every frame passed on first."""
+
+    def __init__(self, processor: UserTurnProcessor, port: Port) -> None:
+        super().__init__(processor, port, processor.events, processor.machine, offload=processor.offload)
+        self.processor = processor
+
+    def on_frame(self, frame: Frame, direction: Direction) -> None:
+        t = type(frame)
+        if t is StartFrame:
+            self.emit(frame, direction)
+            self.now = now = self.clock()
+            rate = getattr(frame, "audio_in_sample_rate", None)
+            if isinstance(rate, int) and rate > 0:
+                self.sample_rate = rate
+            self.machine.start(self.turn, frame, now)
+        elif t is EndFrame or t is CancelFrame:
+            self.emit(frame, direction)
+            self.now = now = self.clock()
+            self.machine.end(self.turn, now)
+        elif t in self.handled:
+            self.now = now = self.clock()
+            self.machine.on_frame(self.turn, frame, direction, now)
+        else:
+            self.emit(frame, direction)
+
+    def on_input_end(self, direction: Direction) -> None:
+        if direction is DOWN:
+            self.now = now = self.clock()
+            self.machine.end(self.turn, now)
+
+    def close(self) -> None:
+        super().close()
+        self.processor._forget(self)

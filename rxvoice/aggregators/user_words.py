@@ -1,0 +1,143 @@
+"""The user's words: what each turn writes to the conversation.
+
+The turn machine (:mod:`rxvoice.turns.machine`) decides when a turn starts,
+when to answer and when it is over; this core keeps only the words. A final
+transcript is gathered into the turn (or, a late tail of the turn already
+answered, held for the next one); an inference writes what was gathered as
+one user message and asks the model to answer; a turn with no words at all
+may have the model ask the user to repeat (the empty-turn policy). Nothing
+here touches a stream: writes, frames and events are calls on the shell.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..frames import DOWN, Direction, Frame, InterimTranscriptionFrame, TranscriptionFrame
+from ..text.parts import Part, concatenate
+from ..turns.config import EmptyUserTurnConfig
+from ..turns.machine import TurnState
+from ..turns.reports import iso8601
+from .reports import UserTurnMessageAdded
+
+__all__ = ["UserWords", "WordsPort"]
+
+
+class WordsPort(Protocol):
+    """What the words core asks of its shell."""
+
+    def write(self, op: Any) -> bool:
+        """Change the conversation (``op(context)``); ``False`` if it refused."""
+
+    def emit_context(self, direction: Direction = DOWN) -> None:
+        """Send the conversation as it stands now."""
+
+    def emit(self, frame: Frame, direction: Direction) -> None:
+        """Send a frame."""
+
+    def listens(self, name: str) -> bool:
+        """Whether anyone listens to ``name``."""
+
+    def event(self, name: str, payload: Any = None) -> None:
+        """Raise ``name``."""
+
+
+class UserWords:
+    """The words of one session's user turns (implements :class:`rxvoice.turns.Words`)."""
+
+    __slots__ = ("empty_turn", "held", "parts", "port", "recoveries", "started_at", "user_id", "whole")
+
+    def __init__(self, port: WordsPort, empty_turn: EmptyUserTurnConfig | None) -> None:
+        self.port = port
+        self.empty_turn = empty_turn
+        self.parts: list[Part] = []
+        self.held: list[Part] = []
+        self.started_at: float | None = None
+        self.whole = ""
+        self.user_id = ""
+        self.recoveries = 0
+
+    # -- gathering -------------------------------------------------------------------------------
+
+    def transcript(self, frame: TranscriptionFrame, direction: Direction, late: bool, now: float) -> None:
+        text = frame.text
+        if not text.strip():
+            return
+        part = Part(text, frame.includes_inter_frame_spaces)
+        if late:  # a late tail of the answered turn: it joins the next turn's message
+            self.held.append(part)
+        else:
+            if self.started_at is None:
+                self.started_at = now
+            self.parts.append(part)
+        self.user_id = frame.user_id or self.user_id
+
+    def interim(self, frame: InterimTranscriptionFrame, direction: Direction) -> None:
+        return None  # a guess the final transcript will repeat
+
+    def pending(self) -> bool:
+        return bool(self.parts or self.held)
+
+    def reset(self) -> None:
+        self.parts.clear()
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def started(self, now: float) -> None:
+        self.started_at = now
+        self.whole = ""
+
+    def commit(self, now: float) -> None:
+        """Write what was gathered (a held late tail first) as one user message and ask for the answer."""
+        if self.held:
+            parts = [*self.held, *self.parts]
+            self.held.clear()
+        elif self.parts:
+            parts = self.parts
+        else:
+            return
+        text = concatenate(parts)
+        self.parts = []
+        if not text:
+            return
+        port = self.port
+        if not port.write(lambda c: c.add_user_message(text)):
+            return
+        port.emit_context(DOWN)
+        if port.listens("on_user_turn_message_added"):
+            started = now if self.started_at is None else self.started_at
+            port.event("on_user_turn_message_added", UserTurnMessageAdded(text, iso8601(started), self.user_id))
+        self.whole = f"{self.whole} {text}" if self.whole else text
+
+    def content(self) -> tuple[str, str, float | None]:
+        return self.whole, self.user_id, self.started_at
+
+    def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
+        had_words = bool(self.whole)
+        if had_words:
+            self.recoveries = 0
+            answered = True
+        else:
+            answered = self._empty_turn(turn)
+        self.started_at = None
+        self.whole = ""
+        return had_words, answered
+
+    def _empty_turn(self, turn: TurnState) -> bool:
+        """A turn with no words: if it cut the bot off for nothing, have the model ask again (``True``: asked)."""
+        cfg = self.empty_turn
+        if cfg is None:
+            return False
+        prompt = cfg.interrupted_prompt if turn.interrupted_bot else cfg.idle_prompt
+        if not prompt or self.recoveries >= cfg.max_consecutive_recoveries or turn.muted or turn.idle.calls > 0:
+            return False
+        if not self.port.write(lambda c: c.add_developer_message(prompt)):
+            return False
+        self.port.emit_context(DOWN)
+        self.recoveries += 1
+        return True
+
+    def ended(self, now: float) -> None:
+        self.whole = ""
+        self.started_at = None
+

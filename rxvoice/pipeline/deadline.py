@@ -1,0 +1,110 @@
+"""Named timers that cost nothing to re-arm: a deadline moves, one firing follows it.
+
+Turn strategies re-arm their timers on nearly every frame (a silence
+timeout restarts with each transcript), and the VAD's audio-idle watch on
+every chunk of speech. Scheduling each time would cost a scheduler call per
+frame; instead each named timer keeps a deadline, at most one scheduled
+firing checks it, and when the deadline moved later the firing sleeps again
+for the rest. This is the one implementation every stage uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from reactivex import abc
+
+from .processor import Port
+
+__all__ = ["Deadlines"]
+
+K = TypeVar("K", bound=Hashable)
+
+_EPS = 1e-9
+
+
+class _Deadline:
+    __slots__ = ("due", "handle", "handle_due")
+
+    def __init__(self) -> None:
+        self.due: float | None = None
+        self.handle: abc.DisposableBase | None = None
+        self.handle_due = 0.0
+
+
+class Deadlines(Generic[K]):
+    """The named timers of one session, fired inside it.
+
+    Args:
+        port: The session's port (timers run on its scheduler, through its gate).
+        fire: Called with the timer's key and the session time when a deadline passes.
+    """
+
+    __slots__ = ("_fire", "_port", "_timers", "closed")
+
+    def __init__(self, port: Port, fire: Callable[[K, float], None]) -> None:
+        self._port = port
+        self._fire = fire
+        self._timers: dict[K, _Deadline] = {}
+        self.closed = False
+
+    def arm(self, key: K, delay: float, now: float) -> None:
+        """Fire ``key`` ``delay`` seconds after ``now`` (re-arming moves the deadline)."""
+        if self.closed:
+            return
+        due = now + delay
+        timer = self._timers.get(key)
+        if timer is None:
+            timer = self._timers[key] = _Deadline()
+        timer.due = due
+        if timer.handle is not None:
+            if timer.handle_due <= due + _EPS:
+                return  # the pending firing comes first and will sleep again for the rest
+            timer.handle.dispose()
+        self._schedule(key, timer, delay, due)
+
+    def disarm(self, key: K) -> None:
+        """Forget ``key``'s deadline (harmless when it is not armed)."""
+        timer = self._timers.get(key)
+        if timer is not None:
+            timer.due = None
+
+    def armed(self, key: K) -> bool:
+        """Whether ``key`` has a deadline."""
+        timer = self._timers.get(key)
+        return timer is not None and timer.due is not None
+
+    def armed_keys(self) -> list[K]:
+        """The keys with a deadline."""
+        return [k for k, t in self._timers.items() if t.due is not None]
+
+    def _schedule(self, key: K, timer: _Deadline, delay: float, due: float) -> None:
+        def check() -> None:
+            timer.handle = None
+            deadline = timer.due
+            if deadline is None or self.closed:
+                return
+            now = self._port.time()
+            if now < deadline - _EPS:
+                self._schedule(key, timer, deadline - now, deadline)
+                return
+            timer.due = None
+            self._fire(key, now)
+
+        timer.handle_due = due
+        timer.handle = self._port.call_later(delay, check)
+
+    def cancel_all(self) -> None:
+        """Disarm every timer and cancel their firings (the session is ending)."""
+        timers, self._timers = self._timers, {}
+        for timer in timers.values():
+            timer.due = None
+            if timer.handle is not None:
+                timer.handle.dispose()
+                timer.handle = None
+
+    def close(self) -> None:
+        """No timer fires any more."""
+        self.closed = True
+        self.cancel_all()

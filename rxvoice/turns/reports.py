@@ -1,0 +1,32 @@
+"""What the turn machine reports through events: plain, immutable values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["UserTurnStopped", "iso8601"]
+
+
+@lru_cache(maxsize=64)
+def iso8601(seconds: float) -> str:
+    """Scheduler time (seconds since the epoch) as an ISO 8601 UTC timestamp."""
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class UserTurnStopped:
+    """A user turn that has just ended.
+
+    ``strategy`` decided it (``None`` when the watchdog closed it or the
+    session ended); ``content`` is everything said in the turn, including what
+    an early inference already answered (empty for a stage that keeps no
+    words); ``timestamp`` is when it began.
+    """
+
+    strategy: Any
+    content: str
+    timestamp: str
+    user_id: str = ""
