@@ -12,6 +12,7 @@ from ..context import LLMContext
 from ..events import EventRegistry, contain
 from ..frames import (
     DOWN,
+    UP,
     AggregatedTextFrame,
     CancelFrame,
     Direction,
@@ -150,6 +151,32 @@ class _AssistantSession(StageShell):
             self.link.emit_up(frame)
         if t in self._summary_types:
             self.summary.on_frame(frame, direction)
+
+    def on_down(self, frame: Frame) -> None:
+        """A frame from upstream: the model's tokens take the shortest path (failures contained here)."""
+        t = type(frame)
+        if t is LLMTextFrame:
+            text = frame.text  # type: ignore[attr-defined]
+            if text and frame.append_to_context:  # type: ignore[attr-defined]
+                self.parts.append((text, frame.includes_inter_frame_spaces))  # type: ignore[attr-defined]
+            self.link.emit_down(frame)
+            return
+        try:
+            handler = self._dispatch.get(t)
+            if handler is not None:
+                handler(frame, DOWN)
+            else:
+                self.link.emit_down(frame)
+            if t in self._summary_types:
+                self.summary.on_frame(frame, DOWN)
+        except Exception as exc:
+            self.link.failed(frame, exc)
+
+    def on_up(self, frame: Frame) -> None:
+        try:
+            self.on_frame(frame, UP)
+        except Exception as exc:
+            self.link.failed(frame, exc)
 
     def _text(self, frame: Frame, direction: Direction) -> None:
         text = frame.text  # type: ignore[attr-defined]

@@ -64,6 +64,8 @@ class StageShell:
         self.timers: Deadlines[tuple[int, str]] = Deadlines(port, self._fire)
         self.closed = False
         self._futures: set[concurrent.futures.Future[Any]] = set()
+        # Asked on nearly every decision: the registry's own answer, without a layer per question.
+        self.listens: Callable[[str], bool] = events.listened
 
     # -- frames -------------------------------------------------------------------------------
 
@@ -103,9 +105,6 @@ class StageShell:
         """A timer fired (inside the session)."""
 
     # -- events and callbacks ---------------------------------------------------------------
-
-    def listens(self, name: str) -> bool:
-        return not self.closed and self.events.listened(name)
 
     def event(self, name: str, payload: Any = NO_PAYLOAD) -> None:
         if self.closed:

@@ -19,6 +19,7 @@ from ..context import LLMContext
 from ..events import EventRegistry
 from ..frames import (
     DOWN,
+    UP,
     CancelFrame,
     Direction,
     EndFrame,
@@ -166,6 +167,28 @@ class _UserSession(TurnShell):
                 self.link.emit_up(frame)
             return
         handler(frame, direction)
+
+    def on_down(self, frame: Frame) -> None:
+        """A frame from upstream: the one call a frame costs here (its failure is contained here too)."""
+        handler = self._dispatch.get(type(frame))
+        if handler is None:
+            self.link.emit_down(frame)
+            return
+        try:
+            handler(frame, DOWN)
+        except Exception as exc:
+            self.link.failed(frame, exc)
+
+    def on_up(self, frame: Frame) -> None:
+        """A frame from downstream (the bot's speech, errors, tool results)."""
+        handler = self._dispatch.get(type(frame))
+        if handler is None:
+            self.link.emit_up(frame)
+            return
+        try:
+            handler(frame, UP)
+        except Exception as exc:
+            self.link.failed(frame, exc)
 
     def _turn(self, frame: Frame, direction: Direction) -> None:
         self.now = now = self.clock()

@@ -41,7 +41,13 @@ class FrameHandler(Protocol):
     """What a processor opens per session: it is handed every frame, one at a time."""
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
-        """Handle one frame travelling ``direction``."""
+        """Handle one frame travelling ``direction``.
+
+        A handler may also offer ``on_down(frame)`` and ``on_up(frame)``:
+        then frames from another rxvoice stage are handed to those directly,
+        and the handler contains its own failures (reports them through its
+        port) instead of the shell doing it around each call.
+        """
 
     def on_input_end(self, direction: Direction) -> None:
         """The input travelling ``direction`` completed (no more frames that way)."""
@@ -269,6 +275,18 @@ class _Link:
         return Sink(lambda f: run(receive, f), lambda e: run(error, e), lambda: run(_call_it, end))
 
     def _receiver(self, direction: Direction, *, checked: bool) -> Callable[[Any], None]:
+        fast: Callable[[Frame], None] | None = getattr(self.handler, "on_down" if direction is DOWN else "on_up", None)
+        if fast is not None:
+            if not checked:
+                return fast
+
+            def receive_checked_fast(frame: Any) -> None:
+                if isinstance(frame, Frame):
+                    fast(frame)
+                else:
+                    self._bad_input(frame)
+
+            return receive_checked_fast
         if checked:
             def receive_checked(frame: Any) -> None:
                 if not isinstance(frame, Frame):
@@ -329,6 +347,10 @@ class _Link:
             log.exception("%s: a callback failed; contained", self.processor.name)
             if self.port is not None:
                 self.port.report_error(exc)
+
+    def failed(self, frame: Frame, exc: Exception) -> None:
+        """The handler failed on ``frame``: logged and reported; the frame is skipped."""
+        self._failed(frame, exc)
 
     def _failed(self, frame: Frame, exc: Exception) -> None:
         log.exception("%s failed on %s; the frame is skipped", self.processor.name, frame.name)

@@ -119,7 +119,12 @@ class Session(Scheduler):
 
     def _virtual_time(self) -> float:
         clock = self.scheduler._clock  # type: ignore[attr-defined]
-        return clock if type(clock) is float else float(self.scheduler.to_seconds(clock))
+        t = type(clock)
+        if t is float:
+            return clock  # type: ignore[no-any-return]
+        if t is int:
+            return float(clock)
+        return float(self.scheduler.to_seconds(clock))
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -146,27 +151,30 @@ class Session(Scheduler):
             except Exception:
                 log.exception("a call inside the session raised; the session goes on")
             finally:
-                self._drain_and_release()
+                if queue:
+                    self._drain()
+                lock.release()
         else:
             queue.append((fn, arg))
         # A call queued while the owner was releasing must not be stranded.
         while queue and lock.acquire(False):
-            self._drain_and_release()
+            try:
+                self._drain()
+            finally:
+                lock.release()
 
-    def _drain_and_release(self) -> None:
+    def _drain(self) -> None:
+        """Run what was queued while a call was inside (the caller holds the gate)."""
         queue = self._queue
-        try:
-            while not self.disposed:
-                try:
-                    f, a = queue.popleft()
-                except IndexError:  # empty (or emptied by dispose() on another thread)
-                    break
-                try:
-                    f(a)
-                except Exception:
-                    log.exception("a call inside the session raised; the session goes on")
-        finally:
-            self._lock.release()
+        while not self.disposed:
+            try:
+                f, a = queue.popleft()
+            except IndexError:  # empty (or emptied by dispose() on another thread)
+                return
+            try:
+                f(a)
+            except Exception:
+                log.exception("a call inside the session raised; the session goes on")
 
     @property
     def busy(self) -> bool:

@@ -133,6 +133,7 @@ class _Connection:
         self._started = False
         self._disposable = CompositeDisposable()
         self._lock = threading.RLock()
+        self._down: FrameSource | None = None
         self.session: Session | None = None
 
     def output(self, direction: Direction) -> Observable[Frame]:
@@ -140,11 +141,15 @@ class _Connection:
 
     def attach(self, direction: Direction, sink: Sink, scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
         with self._lock:
-            inner = self._outputs[direction].connect_raw(sink, scheduler)
-            self._attached += 1
             if not self._started:
                 self._started = True
                 self._start(scheduler)
+            if direction is DOWN and self._down is not None:
+                # The last stage is an rxvoice stage: its observers are its own sinks (one call less a frame).
+                inner = self._down.connect_raw(sink, scheduler)
+            else:
+                inner = self._outputs[direction].connect_raw(sink, scheduler)
+            self._attached += 1
 
         def detach() -> None:
             with self._lock:
@@ -180,7 +185,11 @@ class _Connection:
         for i in range(1, len(stages)):
             d.add(connect(ups[i], _through_gate(run, backs[i - 1]), session))
         d.add(connect(ups[0], self._outputs[UP].sink(), session))
-        d.add(connect(down, self._outputs[DOWN].sink(), session))
+        if isinstance(down, FrameSource):
+            # Every stage is already started by its upstream edge; observers attach to the last one directly.
+            self._down = down
+        else:
+            d.add(connect(down, self._outputs[DOWN].sink(), session))
         # Only now let the inputs in, each through the session's gate.
         if nested:
             d.add(connect(self._up_in, up_entry.sink(), session))

@@ -157,6 +157,7 @@ class _DetectorSession(TurnShell):
             self.vad_port = _VADPort(port, self)
             self.vad = detector.vad.open(self.vad_port)
         self._complete_verdict = False
+        self.listens = self._listens
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -217,7 +218,7 @@ class _DetectorSession(TurnShell):
             super().event(name, reason)
         self._complete_verdict = False
 
-    def listens(self, name: str) -> bool:
+    def _listens(self, name: str) -> bool:
         return name in ("on_user_turn_started", "on_user_turn_stopped") and self.events.listened(name)
 
     def close(self) -> None:
