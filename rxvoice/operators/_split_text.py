@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from reactivex import Observable
 
 from ..errors import ConfigurationError
-from ..text._charsets import is_punctuation
-from ..text.tokenizer import IncrementalSentenceTokenizer, SentenceTokenizer, default_tokenizer
+from ..text._charsets import SENTENCE_ENDERS, is_punctuation
+from ..text.tokenizer import (
+    DefaultSentenceTokenizer,
+    IncrementalSentenceTokenizer,
+    SentenceTokenizer,
+    default_tokenizer,
+)
 from ._chunk import chunked_
 from ._curry import curry_flip
 
@@ -18,6 +24,9 @@ TextBoundary = Callable[[str], int]
 """Where the first complete piece of a text ends: the offset just past it, or 0 if there is none yet."""
 
 _Scan = Callable[[str, int], tuple[int, int]]
+_Search = Callable[[str, int], re.Match[str] | None]
+
+_ENDER = re.compile("[" + re.escape("".join(sorted(SENTENCE_ENDERS))) + "]")
 
 
 class SentenceEnd:
@@ -51,7 +60,7 @@ class SentenceEnd:
         0
     """
 
-    __slots__ = ("_match", "_scan", "tokenizer")
+    __slots__ = ("_candidate", "_match", "_scan", "tokenizer")
 
     def __init__(self, tokenizer: SentenceTokenizer | None = None, *, language: str | None = None) -> None:
         if tokenizer is None:
@@ -62,6 +71,9 @@ class SentenceEnd:
         self.tokenizer = tokenizer
         self._match = tokenizer.match_end_of_sentence
         self._scan = tokenizer.scan_end_of_sentence if isinstance(tokenizer, IncrementalSentenceTokenizer) else None
+        # The default tokenizer only ever ends a sentence at a sentence-ending character: text
+        # without one is decided by one regex test (most of a model's tokens).
+        self._candidate: _Search | None = _ENDER.search if isinstance(tokenizer, DefaultSentenceTokenizer) else None
 
     def __repr__(self) -> str:
         return f"SentenceEnd({self.tokenizer!r})"
@@ -77,6 +89,9 @@ class SentenceEnd:
             ``(end, resume)``: ``end`` as for a call (0 if none), and ``resume``, where
             the next look at the same text, grown, may start.
         """
+        candidate = self._candidate
+        if candidate is not None and candidate(text, start) is None:
+            return 0, len(text)
         limit = len(text)
         while limit > start:  # only text up to the last visible character can confirm an end
             c = text[limit - 1]
@@ -155,9 +170,15 @@ class TextSplitter:
         self._buffer = ""
         buffer += text  # in place: CPython grows a string held by one reference instead of copying it
         self._buffer = buffer
-        end = self._find(buffer)
+        scan = self._scan  # the first look inline: it is the one every chunk takes
+        if scan is None:
+            end = self._boundary(buffer)
+        else:
+            end, self._resume = scan(buffer, self._resume)
         if end <= 0:
             return ()
+        if end > len(buffer):
+            end = len(buffer)
         pieces: list[str] = []
         try:
             while end > 0:
