@@ -19,6 +19,10 @@ Operator against processor (frames in, frames out):
   EndFrame reaching the sink.                                               <- headline
 * ``llmtext_strict``: the same rxvoice operator against Pipecat's bare aggregator
   (Pipecat without any frame machinery): the harshest comparison.
+* ``sentence_op``: rxvoice's ``Sentence`` operator on plain ``TextFrame`` chunks (the same
+  tokens), against Pipecat's ``SentenceAggregator`` in the same lean pipeline. The two
+  cut differently (Pipecat pushes its whole buffer once it holds an end; rxvoice pushes
+  each confirmed sentence and keeps the rest), so the units differ; the text is the same.
 
 The last line is ``llmtext_vs_pipecat=<ratio>``: rxvoice throughput over Pipecat's for
 the headline row (LLMText against LLMTextProcessor, like for like).
@@ -133,6 +137,36 @@ def run_rxvoice_llmtext(
 RXVOICE_LLMTEXT = run_rxvoice_llmtext
 
 
+def run_rxvoice_sentence(tokens: Sequence[str]) -> tuple[float, list[Unit]]:
+    """The Rx Sentence operator on TextFrames through a Subject; seconds from the first frame to EndFrame."""
+    from reactivex.subject import Subject
+
+    from rxvoice import frames as F
+    from rxvoice.aggregators import Sentence
+
+    frames: list[F.Frame] = [F.TextFrame(t) for t in tokens]
+    frames.append(F.EndFrame())
+    units: list[Unit] = []
+    marks: dict[str, float] = {}
+
+    def sink(frame: F.Frame) -> None:
+        if type(frame) is F.TextFrame:
+            units.append((frame.text, "sentence"))
+        elif type(frame) is F.EndFrame:
+            marks["end"] = time.perf_counter()
+
+    source: Subject[F.Frame] = Subject()
+    subscription = source.pipe(Sentence()).subscribe(sink)
+    push = source.on_next
+    gc.collect()
+    started = time.perf_counter()
+    for frame in frames:
+        push(frame)
+    elapsed = marks["end"] - started
+    subscription.dispose()
+    return elapsed, units
+
+
 # ----------------------------------------------------------------------------- Pipecat
 
 
@@ -198,7 +232,7 @@ def run_pipecat(factory: Callable[[], Any], tokens: Sequence[str]) -> tuple[floa
     return asyncio.run(_run_pipecat_async(factory, tokens))
 
 
-async def _run_pipecat_pipeline_async(tokens: Sequence[str]) -> tuple[float, list[Unit]]:
+async def _run_pipecat_pipeline_async(tokens: Sequence[str], sentences: bool = False) -> tuple[float, list[Unit]]:
     from pipecat.frames.frames import (
         AggregatedTextFrame,
         EndFrame,
@@ -207,11 +241,13 @@ async def _run_pipecat_pipeline_async(tokens: Sequence[str]) -> tuple[float, lis
         LLMFullResponseStartFrame,
         LLMTextFrame,
         StartFrame,
+        TextFrame,
     )
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.runner import PipelineRunner
     from pipecat.pipeline.worker import PipelineParams, PipelineWorker
     from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
+    from pipecat.processors.aggregators.sentence import SentenceAggregator
     from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
     started = asyncio.Event()
@@ -228,12 +264,14 @@ async def _run_pipecat_pipeline_async(tokens: Sequence[str]) -> tuple[float, lis
                 units.append(
                     (frame.text, str(getattr(frame.aggregated_by, "value", frame.aggregated_by)))
                 )
+            elif sentences and type(frame) is TextFrame:
+                units.append((frame.text, "sentence"))
             elif isinstance(frame, EndFrame):
                 marks["end"] = time.perf_counter()
                 finished.set()
             await self.push_frame(frame, direction)
 
-    processor = LLMTextProcessor(text_aggregator=pc_pattern_pair())
+    processor = SentenceAggregator() if sentences else LLMTextProcessor(text_aggregator=pc_pattern_pair())
     worker = PipelineWorker(
         Pipeline([processor, Sink()]),
         params=PipelineParams(),
@@ -246,9 +284,14 @@ async def _run_pipecat_pipeline_async(tokens: Sequence[str]) -> tuple[float, lis
     runner = PipelineRunner(handle_sigint=False, check_dangling_tasks=False)
     run = asyncio.create_task(runner.run(worker))
     await started.wait()
-    frames: list[Frame] = [LLMFullResponseStartFrame()]
-    frames.extend(LLMTextFrame(text=t) for t in tokens)
-    frames.extend([LLMFullResponseEndFrame(), EndFrame()])
+    frames: list[Frame]
+    if sentences:
+        frames = [TextFrame(text=t) for t in tokens]
+        frames.append(EndFrame())
+    else:
+        frames = [LLMFullResponseStartFrame()]
+        frames.extend(LLMTextFrame(text=t) for t in tokens)
+        frames.extend([LLMFullResponseEndFrame(), EndFrame()])
     gc.collect()
     t0 = time.perf_counter()
     await worker.queue_frames(frames)
@@ -257,9 +300,9 @@ async def _run_pipecat_pipeline_async(tokens: Sequence[str]) -> tuple[float, lis
     return marks["end"] - t0, units
 
 
-def run_pipecat_pipeline(tokens: Sequence[str]) -> tuple[float, list[Unit]]:
-    """Pipecat's LLMTextProcessor in a lean pipeline; seconds from first frame to EndFrame."""
-    return asyncio.run(_run_pipecat_pipeline_async(tokens))
+def run_pipecat_pipeline(tokens: Sequence[str], sentences: bool = False) -> tuple[float, list[Unit]]:
+    """Pipecat's LLMTextProcessor (or SentenceAggregator) in a lean pipeline; seconds from first frame to EndFrame."""
+    return asyncio.run(_run_pipecat_pipeline_async(tokens, sentences))
 
 
 # ----------------------------------------------------------------------------- driver
@@ -354,6 +397,14 @@ def main() -> None:
         args.runs,
         n,
     )
+    ratios["sentence_op"] = measure(
+        "sentence_op",
+        lambda: run_rxvoice_sentence(tokens),
+        lambda: run_pipecat_pipeline(tokens, sentences=True),
+        max(3, args.runs // 2),
+        n,
+    )
+    print(f"sentence_vs_pipecat={ratios['sentence_op']:.1f}")
     print(f"llmtext_vs_pipecat={ratios[HEADLINE]:.1f}")
 
 

@@ -7,7 +7,9 @@ they would show up verbatim. This extension rewrites each role into an
 reference, plain code otherwise (never a build warning). A ``~`` prefix shows
 only the last component, as in Sphinx. Relative names are resolved in the
 docstring owner's scope. It also turns reST's ``text::`` literal-block marker
-into ``text:``, since the indented block after it is already code in Markdown.
+into ``text:``, since the indented block after it is already code in Markdown,
+and a reactivex-style ``.. marble::`` block (the diagrams of
+:mod:`rxvoice.operators`) into a fenced ``text`` block.
 
 Loaded by mkdocs.yml (``extensions: [docs/_ext/sphinx_roles.py]``); used only
 at docs build time, never imported by rxvoice.
@@ -45,6 +47,40 @@ def _resolve(obj: griffe.Object, target: str) -> str | None:
     return None
 
 
+MARBLE = re.compile(r"^(?P<indent>[ \t]*)\.\. marble::[ \t]*$")
+MARBLE_OPTION = re.compile(r"^[ \t]+:\w+:")
+
+
+def _marbles(text: str) -> str:
+    """``.. marble::`` directives (options dropped, the diagram kept verbatim) as fenced text blocks."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = MARBLE.match(lines[i])
+        if match is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = match["indent"]
+        i += 1
+        while i < len(lines) and MARBLE_OPTION.match(lines[i]):
+            i += 1
+        body: list[str] = []
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > len(indent)):
+            body.append(lines[i])
+            i += 1
+        while body and not body[-1].strip():
+            body.pop()
+        while body and not body[0].strip():
+            body.pop(0)
+        cut = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+        out.append(f"{indent}```text")
+        out.extend(indent + b[cut:] if b.strip() else "" for b in body)
+        out.extend([f"{indent}```", ""])
+    return "\n".join(out)
+
+
 def _rewrite(obj: griffe.Object, text: str) -> str:
     def replace(match: re.Match[str]) -> str:
         target = match["target"].strip()
@@ -57,7 +93,7 @@ def _rewrite(obj: griffe.Object, text: str) -> str:
             return code
         return f'<autoref identifier="{html.escape(path)}" optional>{code}</autoref>'
 
-    text = ROLE.sub(replace, text)
+    text = _marbles(ROLE.sub(replace, text))
     text = LONE_LITERAL_MARKER.sub("", text)
     return LITERAL_MARKER.sub(":", text)
 

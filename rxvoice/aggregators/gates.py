@@ -9,7 +9,6 @@ from the model until a notifier says so, keeping only the latest.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from ..errors import ConfigurationError
 from ..events import EventRegistry
 from ..frames import DOWN, CancelFrame, Direction, EndFrame, Frame, FrameKind, LLMContextFrame
 from ..notify import Notifier
+from ..operators import Gate
 from ..pipeline.processor import EventfulProcessor, Port
 
 __all__ = ["GateFunc", "Gated", "GatedConfig", "GatedContext"]
@@ -76,7 +76,11 @@ class Gated(EventfulProcessor):
       upstream) and counts as "no": the frame is held or passed as the gate
       stands, never lost.
 
-    End-of-stream caveat (as in the seed): ending the run is not a system frame,
+    This is :func:`rxvoice.operators.gate` on a frame stream, with system frames
+    as the items that always pass: both run the same
+    :class:`~rxvoice.operators.Gate`.
+
+    End-of-stream caveat (as in jargo): ending the run is not a system frame,
     so a closed gate holds the ``EndFrame`` too, and the stages behind it never
     hear the run end. Open the gate before shutting down; a ``CancelFrame`` is a
     system frame and always gets through. When the input observable itself
@@ -125,70 +129,73 @@ class Gated(EventfulProcessor):
 
 
 
-def _never(_frame: Frame) -> bool:
-    return False
+def _is_system(frame: Frame) -> bool:
+    return frame.kind is _SYSTEM
 
 
 class _GatedSession:
-    """One subscription's gate: open or not, and what it holds."""
+    """One subscription's gate: a :class:`~rxvoice.operators.Gate` and its way out."""
 
-    __slots__ = ("_close", "_direction", "_held", "_link", "_open", "_port", "is_open")
+    __slots__ = ("_direction", "_gate", "_port", "_push", "_push_down", "_push_up")
 
     def __init__(self, config: GatedConfig, port: Port) -> None:
         self._port = port
-        self._link = port.link
-        self._open = config.open or _never
-        self._close = config.close or _never
+        self._push_down = port.push_down
+        self._push_up = port.push_up
         self._direction = config.direction
-        self.is_open = config.start_open
-        self._held: deque[Frame] = deque()
+        self._push = self._push_down if config.direction is DOWN else self._push_up
+        self._gate: Gate[Frame] = Gate(
+            self._asking(config.open),
+            self._asking(config.close),
+            start_open=config.start_open,
+            passes=_is_system,
+            release_on_flush=False,
+        )
 
-    def _push(self, frame: Frame) -> None:
-        if self._direction is DOWN:
-            self._link.emit_down(frame)
-        else:
-            self._link.emit_up(frame)
+    @property
+    def is_open(self) -> bool:
+        return self._gate.is_open
 
-    def _ask(self, predicate: GateFunc, frame: Frame) -> bool:
-        try:
-            return bool(predicate(frame))
-        except Exception as exc:
-            log.exception("a Gated predicate raised on %s; the gate stays as it is", frame.name)
-            self._port.report_error(exc, frame)
-            return False
+    def _asking(self, predicate: GateFunc | None) -> GateFunc | None:
+        """``predicate``, reporting what it raises and counting that as "no": the frame is never lost."""
+        if predicate is None:
+            return None
+        port = self._port
+
+        def ask(frame: Frame) -> bool:
+            try:
+                return bool(predicate(frame))
+            except Exception as exc:
+                log.exception("a Gated predicate raised on %s; the gate stays as it is", frame.name)
+                port.report_error(exc, frame)
+                return False
+
+        return ask
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
-        if direction is not self._direction or frame.kind is _SYSTEM:
+        if direction is not self._direction:
             if direction is DOWN:
-                self._link.emit_down(frame)
+                self._push_down(frame)
             else:
-                self._link.emit_up(frame)
+                self._push_up(frame)
             return
-        if self.is_open:
-            if self._ask(self._close, frame):
-                self.is_open = False
-                log.debug("Gated closed by %s", frame.name)
-                self._held.append(frame)
-                return
-            self._push(frame)
-            return
-        if not self._ask(self._open, frame):
-            self._held.append(frame)
-            return
-        self.is_open = True
-        log.debug("Gated opened by %s; releasing %d held", frame.name, len(self._held))
-        self._push(frame)
-        held = self._held
-        while held:
-            self._push(held.popleft())
+        gate = self._gate
+        was_open = gate.is_open
+        out = gate.push(frame)
+        if gate.is_open is not was_open:
+            log.debug("Gated %s by %s", "opened" if was_open is False else "closed", frame.name)
+        push = self._push
+        for f in out:
+            push(f)
 
     def on_input_end(self, direction: Direction) -> None:
-        if direction is self._direction and self._held:
-            log.warning("Gated: the input ended with %d frame(s) held; they are dropped", len(self._held))
-            self._held.clear()
+        if direction is self._direction:
+            dropped = self._gate.clear()
+            if dropped:
+                log.warning("Gated: the input ended with %d frame(s) held; they are dropped", dropped)
 
     def close(self) -> None:
-        self._held.clear()
+        self._gate.clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +229,7 @@ class GatedContext(EventfulProcessor):
     * ``LLMContextFrame`` (and subclasses, either direction) is held, replacing
       any held one; with ``start_open`` the first one goes straight through.
     * Each signal releases the held frame, if any, in the direction it was
-      travelling. A signal that finds nothing held is spent (as in the seed):
+      travelling. A signal that finds nothing held is spent (as in jargo):
       a release needs a signal after the context is held. A
       :class:`~rxvoice.notify.Notifier` signalled before the session subscribes
       remembers one signal, not a count.

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections.abc import Callable
 
-from ..errors import ConfigurationError
 from ..events import EventRegistry
 from ..frames import (
     DOWN,
@@ -19,22 +17,13 @@ from ..frames import (
     LLMFullResponseEndFrame,
     LLMTextFrame,
 )
+from ..operators._aggregate_text import AggregatorFactory, AggregatorSource
 from ..pipeline.processor import EventfulProcessor, Port
-from ..text._engine import TextAggregatorEngine
 from ..text.aggregation import TOKEN, Aggregation, TextAggregator
-from ..text.simple import SimpleTextAggregator
 
 __all__ = ["LLMText"]
 
 log = logging.getLogger("rxvoice.aggregators.text")
-
-AggregatorFactory = Callable[[], TextAggregator]
-
-
-def _is_aggregator(obj: object) -> bool:
-    return not isinstance(obj, type) and all(
-        callable(getattr(obj, name, None)) for name in ("aggregate", "flush", "reset")
-    )
 
 
 class LLMText(EventfulProcessor):
@@ -61,13 +50,16 @@ class LLMText(EventfulProcessor):
       calling any pattern handler (``handle_interruption()``), then goes on.
     * Everything else passes untouched, and so do frames travelling upstream.
 
-    Matching is by exact type (``type(frame) is LLMTextFrame``), as in the seed:
+    Matching is by exact type (``type(frame) is LLMTextFrame``), as in jargo:
     it keeps the per-token path to one identity test, and a subclass of
     ``LLMTextFrame`` that means something else is not rewritten by accident.
 
     Each subscription gets its own aggregator. ``aggregator`` is an aggregator
     (used by the first session; a second session running at the same time gets
     a copy) or a zero-argument factory called once per session.
+
+    This is :func:`rxvoice.operators.aggregate_text` on a frame stream: both
+    drive the aggregator the same way and hand out aggregators the same way.
 
     Args:
         aggregator: A :class:`~rxvoice.text.TextAggregator` or a factory of them;
@@ -88,57 +80,27 @@ class LLMText(EventfulProcessor):
     name = "LLMText"
 
     def __init__(self, aggregator: TextAggregator | AggregatorFactory | None = None) -> None:
-        self._template: TextAggregator | None = None
-        self._factory: AggregatorFactory | None = None
-        if aggregator is None:
-            self._factory = SimpleTextAggregator
-        elif _is_aggregator(aggregator):
-            self._template = aggregator  # type: ignore[assignment]
-        elif callable(aggregator):
-            self._factory = aggregator
-        else:
-            raise ConfigurationError(
-                f"LLMText needs a text aggregator (aggregate/flush/reset) or a factory of them, got {aggregator!r}"
-            )
+        self._source = AggregatorSource(aggregator, owner="LLMText")
         self._lock = threading.Lock()
         self._sessions: list[_LLMTextSession] = []
         self.events = EventRegistry(self, ("on_error",))
 
     def __repr__(self) -> str:
-        return f"LLMText({self._template or self._factory!r})"
+        return f"LLMText({self._source!r})"
 
     @property
     def aggregator(self) -> TextAggregator | None:
         """The aggregator given at construction (``None`` when built by a factory)."""
-        return self._template
-
-    def _new_aggregator(self) -> TextAggregator:
-        if self._factory is not None:
-            made = self._factory()
-            if not _is_aggregator(made):
-                raise ConfigurationError(f"the LLMText aggregator factory returned {made!r}, not an aggregator")
-            return made
-        template = self._template
-        assert template is not None
-        if not any(s.aggregator is template for s in self._sessions):
-            return template
-        if isinstance(template, TextAggregatorEngine):
-            # The built-in aggregators keep their stream state in immutable fields: a shallow
-            # copy shares the (read-only) patterns and handlers and starts with an empty buffer.
-            twin = copy.copy(template)
-            twin.reset()
-            return twin
-        clone = copy.deepcopy(template)
-        clone.reset()
-        return clone
+        return self._source.template
 
     def open(self, port: Port) -> _LLMTextSession:
+        session = _LLMTextSession(self, self._source.acquire(), port)
         with self._lock:
-            session = _LLMTextSession(self, self._new_aggregator(), port)
             self._sessions.append(session)
         return session
 
     def _closed(self, session: _LLMTextSession) -> None:
+        self._source.release(session.aggregator)
         with self._lock:
             if session in self._sessions:
                 self._sessions.remove(session)
@@ -147,8 +109,8 @@ class LLMText(EventfulProcessor):
         """Drop what every running session has gathered (each inside its own session)."""
         with self._lock:
             sessions = list(self._sessions)
-        if not sessions and self._template is not None:
-            self._template.reset()
+        if not sessions and self._source.template is not None:
+            self._source.template.reset()
         for s in sessions:
             s.port.session.run(_reset_in_session, s)
 
@@ -161,15 +123,16 @@ def _reset_in_session(session: _LLMTextSession) -> None:
 class _LLMTextSession:
     """One subscription: its aggregator and its way out."""
 
-    __slots__ = ("_aggregate", "_interrupted", "_link", "aggregator", "operator", "port")
+    __slots__ = ("_aggregate", "_interrupted", "_push_down", "_push_up", "aggregator", "operator", "port")
 
     def __init__(self, operator: LLMText, aggregator: TextAggregator, port: Port) -> None:
         self.operator = operator
         self.aggregator = aggregator
         self.port = port
-        self._link = port.link
+        self._push_down = port.push_down
+        self._push_up = port.push_up
         self._aggregate = aggregator.aggregate
-        # Aggregators written against the seed's v0.1.0 interface only know reset().
+        # Aggregators written against jargo's v0.1.0 interface only know reset().
         self._interrupted: Callable[[], None] = getattr(aggregator, "handle_interruption", None) or aggregator.reset
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
@@ -187,12 +150,12 @@ class _LLMTextSession:
             elif t is EndFrame:
                 self._flush(None)
         if direction is DOWN:
-            self._link.emit_down(frame)
+            self._push_down(frame)
         else:
-            self._link.emit_up(frame)
+            self._push_up(frame)
 
     def _emit(self, units: list[Aggregation], skip_tts: bool | None) -> None:
-        emit = self._link.emit_down
+        emit = self._push_down
         for u in units:
             kind = u.type
             emit(AggregatedTextFrame(

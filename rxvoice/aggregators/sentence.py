@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import ConfigurationError
 from ..events import EventRegistry
 from ..frames import DOWN, Direction, EndFrame, Frame, InterimTranscriptionFrame, TextFrame
+from ..operators import SentenceEnd, TextSplitter
 from ..pipeline.processor import EventfulProcessor, Port
-from ..text.tokenizer import IncrementalSentenceTokenizer, SentenceTokenizer, default_tokenizer
+from ..text.tokenizer import SentenceTokenizer
 
 __all__ = ["Sentence"]
 
@@ -16,29 +16,41 @@ log = logging.getLogger("rxvoice.aggregators.text")
 
 
 class Sentence(EventfulProcessor):
-    """Gathers text frames into whole sentences; one ``TextFrame`` per completed buffer.
+    """Gathers text frames into whole sentences: one ``TextFrame`` per sentence.
 
     For a stage that needs coherent sentences rather than fragments::
 
-        TextFrame("Hello,")  -> nothing
-        TextFrame(" world. ") -> TextFrame("Hello, world. ")
+        TextFrame("Hello Mr.")                                   -> nothing
+        TextFrame(" Smith. Your")                                -> TextFrame("Hello Mr. Smith.")
+        TextFrame(" order ships at 3.30 p.m. today! Anything")  -> TextFrame(" Your order ships at 3.30 p.m. today!")
+        EndFrame()                                               -> TextFrame(" Anything"), EndFrame()
 
-    When the tokenizer finds a sentence end anywhere in the buffer, the whole
-    buffer (trailing whitespace included) goes out as one ``TextFrame`` and the
-    buffer starts over; the gathered frames are consumed. ``EndFrame`` flushes
-    what is left, then goes on. Interim transcriptions are dropped: they are
-    guesses the final transcription will repeat.
+    A sentence end is found with the same rules as :class:`LLMText` uses
+    (abbreviations, decimals, initials, ...) and counts only once a visible
+    character that is not punctuation follows it: ``"Hello Mr."`` waits for
+    ``" Smith"``. Each sentence goes out as soon as it is confirmed, exactly as
+    written up to its end; what follows (the next sentence's first words, the
+    space before them) is kept for the next one, so the texts pushed, joined,
+    are the texts gathered. A frame holding several sentences pushes them all.
+    ``EndFrame`` (and the input completing) flushes what is left, then goes on.
+    Interim transcriptions are dropped: they are guesses the final
+    transcription will repeat.
 
-    Matching is by exact type, as in the seed: only plain ``TextFrame`` is
-    gathered. ``LLMTextFrame``, ``TranscriptionFrame``, ``AggregatedTextFrame``
-    and the other subclasses pass untouched, because rewriting them into a plain
+    This is :func:`rxvoice.operators.split_text` with
+    :func:`~rxvoice.operators.sentence_end` on a frame stream: both run the same
+    :class:`~rxvoice.operators.TextSplitter`.
+
+    Matching is by exact type: only plain ``TextFrame`` is gathered.
+    ``LLMTextFrame``, ``TranscriptionFrame``, ``AggregatedTextFrame`` and the
+    other subclasses pass untouched, because rewriting them into a plain
     ``TextFrame`` would lose what makes them what they are (a model token's
     spacing, a transcript's speaker and finality). Group a model's tokens with
-    :class:`LLMText` instead, which also confirms each end by what follows it.
+    :class:`LLMText` instead, which also types and trims each unit.
 
-    An interruption does not clear the buffer (as in the seed): a plain text
-    stream may carry the user's words, which must not be lost. Frames travelling
-    upstream pass untouched.
+    An interruption does not clear the buffer (as in jargo): a plain text stream
+    may carry the user's words, which must not be lost. Frames travelling
+    upstream pass untouched. A tokenizer that raises is reported (``on_error``,
+    an ``ErrorFrame`` upstream); the text stays gathered.
 
     Args:
         tokenizer: Sentence end detection (any object with
@@ -50,83 +62,58 @@ class Sentence(EventfulProcessor):
         >>> import reactivex
         >>> from rxvoice.frames import TextFrame
         >>> out = []
-        >>> words = ["Hello, ", "world. ", "How ", "are ", "you? "]
-        >>> _ = reactivex.from_iterable([TextFrame(w) for w in words]).pipe(Sentence()).subscribe(out.append)
+        >>> chunks = ["Hello Mr.", " Smith. Your", " order ships at 3.30 p.m. today! Anything"]
+        >>> _ = reactivex.from_iterable([TextFrame(c) for c in chunks]).pipe(Sentence()).subscribe(out.append)
         >>> [f.text for f in out]
-        ['Hello, world. ', 'How are you? ']
+        ['Hello Mr. Smith.', ' Your order ships at 3.30 p.m. today!', ' Anything']
     """
 
     name = "Sentence"
 
     def __init__(self, tokenizer: SentenceTokenizer | None = None, *, language: str | None = None) -> None:
-        if tokenizer is None:
-            tokenizer = default_tokenizer(language)
-        elif not callable(getattr(tokenizer, "match_end_of_sentence", None)):
-            raise ConfigurationError(
-                f"Sentence needs a tokenizer with match_end_of_sentence(text) -> int, got {tokenizer!r}"
-            )
-        self.tokenizer = tokenizer
+        self.boundary = SentenceEnd(tokenizer, language=language)
+        self.tokenizer = self.boundary.tokenizer
         self.events = EventRegistry(self, ("on_error",))
 
     def __repr__(self) -> str:
         return f"Sentence(tokenizer={self.tokenizer!r})"
 
     def open(self, port: Port) -> _SentenceSession:
-        return _SentenceSession(self.tokenizer, port)
-
+        return _SentenceSession(self.boundary, port)
 
 
 class _SentenceSession:
-    """One subscription's buffer."""
+    """One subscription: its splitter and its way out."""
 
-    __slots__ = ("_buffer", "_link", "_match", "_resume", "_scan")
+    __slots__ = ("_push_down", "_push_up", "_splitter")
 
-    def __init__(self, tokenizer: SentenceTokenizer, port: Port) -> None:
-        self._link = port.link
-        self._match = tokenizer.match_end_of_sentence
-        # A resumable tokenizer looks only at what it has not decided yet: linear, not quadratic.
-        self._scan = tokenizer.scan_end_of_sentence if isinstance(tokenizer, IncrementalSentenceTokenizer) else None
-        self._buffer = ""
-        self._resume = 0
+    def __init__(self, boundary: SentenceEnd, port: Port) -> None:
+        self._splitter = TextSplitter(boundary)
+        self._push_down = port.push_down
+        self._push_up = port.push_up
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
-        t = type(frame)
-        if direction is DOWN:
-            if t is TextFrame:
-                self._gather(frame.text)  # type: ignore[attr-defined]
-                return
-            if t is InterimTranscriptionFrame:
-                return
-            if t is EndFrame:
-                self._flush()
-            self._link.emit_down(frame)
-        else:
-            self._link.emit_up(frame)
-
-    def _gather(self, text: str) -> None:
-        if not text:
+        if direction is not DOWN:
+            self._push_up(frame)
             return
-        buffer = self._buffer
-        self._buffer = ""
-        buffer += text  # in place: CPython grows a string held by one reference
-        self._buffer = buffer
-        if self._scan is not None:
-            eos, self._resume = self._scan(buffer, self._resume)
-        else:
-            eos = self._match(buffer)
-        if eos > 0:
+        t = type(frame)
+        if t is TextFrame:
+            for piece in self._splitter.push(frame.text):  # type: ignore[attr-defined]
+                self._push_down(TextFrame(piece))
+            return
+        if t is InterimTranscriptionFrame:
+            return
+        if t is EndFrame:
             self._flush()
+        self._push_down(frame)
 
     def _flush(self) -> None:
-        buffer = self._buffer
-        self._buffer = ""
-        self._resume = 0
-        if buffer:
-            self._link.emit_down(TextFrame(buffer))
+        for rest in self._splitter.flush():
+            self._push_down(TextFrame(rest))
 
     def on_input_end(self, direction: Direction) -> None:
         if direction is DOWN:
             self._flush()
 
     def close(self) -> None:
-        self._buffer = ""
+        self._splitter.clear()

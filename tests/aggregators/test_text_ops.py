@@ -13,7 +13,7 @@ from rxvoice import pipeline
 from rxvoice.aggregators import Completion, FullResponse, LLMText, Pair, Sentence
 from rxvoice.errors import ConfigurationError
 from rxvoice.pipeline import DOWN
-from rxvoice.testing import FrameMarbles, Recording
+from rxvoice.testing import COMPLETED, FrameMarbles, Recording
 from rxvoice.text import MatchAction, PatternMatch, PatternPairAggregator, SimpleTextAggregator, SkipTagsAggregator
 
 RS, RE = F.LLMFullResponseStartFrame(), F.LLMFullResponseEndFrame()
@@ -38,25 +38,46 @@ def texts(rec: Recording, kind: type[F.Frame] = F.AggregatedTextFrame) -> list[s
 # ------------------------------------------------------------------------------------ Sentence
 
 
-def test_sentence_holds_until_a_sentence_ends() -> None:
-    """Nothing goes out until the buffer holds a sentence end; then the whole buffer, trailing space kept."""
-    rec = run(Sentence(), "a-b", {"a": F.TextFrame("Hello,"), "b": F.TextFrame(" world. ")})
-    assert rec.down == [(200, F.TextFrame("Hello, world. "))]
+def test_sentence_holds_until_a_sentence_end_is_confirmed() -> None:
+    """Nothing goes out until what follows confirms a sentence end; then that sentence alone, the rest kept."""
+    legend = {"a": F.TextFrame("Hello,"), "b": F.TextFrame(" world. "), "c": F.TextFrame("How")}
+    rec = run(Sentence(), "a-b-c-|", legend)
+    assert rec.down == [(400, F.TextFrame("Hello, world.")), (600, F.TextFrame(" How")), (600, COMPLETED)]
+
+
+def test_sentence_pushes_whole_sentences_and_keeps_the_rest() -> None:
+    """Abbreviations, decimals and "p.m." do not end a sentence; each sentence goes out whole, EndFrame flushes."""
+    chunks = ["Hello Mr.", " Smith. Your", " order ships at 3.30 p.m. today! Anything"]
+    legend = {str(i): F.TextFrame(c) for i, c in enumerate(chunks)}
+    rec = run(Sentence(), "0-1-2-Z", legend)
+    assert rec.down == [
+        (200, F.TextFrame("Hello Mr. Smith.")),
+        (400, F.TextFrame(" Your order ships at 3.30 p.m. today!")),
+        (600, F.TextFrame(" Anything")),
+        (600, F.EndFrame()),
+    ]
+    assert "".join(texts(rec, F.TextFrame)) == "".join(chunks)
+
+
+def test_sentence_pushes_every_sentence_a_frame_completes() -> None:
+    """One frame holding several sentences pushes each of them, in order."""
+    rec = run(Sentence(), "a", {"a": F.TextFrame("One. Two! Three? Four")})
+    assert texts(rec, F.TextFrame) == ["One.", " Two!", " Three?"]
 
 
 def test_sentence_splits_a_word_stream_into_sentences() -> None:
     """The reference word stream becomes three sentence frames with their trailing spaces."""
     words = ["Hello, ", "world. ", "How ", "are ", "you? ", "I ", "am ", "fine! "]
     legend = {str(i): F.TextFrame(w) for i, w in enumerate(words)}
-    rec = run(Sentence(), "01234567", legend)
-    assert texts(rec, F.TextFrame) == ["Hello, world. ", "How are you? ", "I am fine! "]
+    rec = run(Sentence(), "01234567|", legend)
+    assert texts(rec, F.TextFrame) == ["Hello, world.", " How are you?", " I am fine! "]
     assert all(type(f) is F.TextFrame for f in rec.down_frames())
 
 
 def test_sentence_drops_interim_transcriptions() -> None:
     """An interim transcription is a guess: it is neither gathered nor forwarded."""
     legend = {"i": F.InterimTranscriptionFrame("Hel"), "a": F.TextFrame("Hi. ")}
-    rec = run(Sentence(), "i-a", legend)
+    rec = run(Sentence(), "i-a-|", legend)
     assert rec.down_frames() == [F.TextFrame("Hi. ")]
 
 
@@ -67,11 +88,11 @@ def test_sentence_forwards_what_it_does_not_gather() -> None:
         "t": F.TranscriptionFrame("heard. ", "u1", finalized=True),
         "g": F.AggregatedTextFrame("unit. "),
         "a": F.TextFrame("Plain"),
-        "b": F.TextFrame(" text. "),
+        "b": F.TextFrame(" text. Next"),
     }
     rec = run(Sentence(), "S-l-a-t-g-b-E", legend)
     assert rec.down_frames() == [
-        RS, legend["l"], legend["t"], legend["g"], F.TextFrame("Plain text. "), RE,
+        RS, legend["l"], legend["t"], legend["g"], F.TextFrame("Plain text."), RE,
     ]
 
 
@@ -85,9 +106,9 @@ def test_sentence_flushes_the_rest_at_end_of_session() -> None:
 
 def test_sentence_keeps_its_buffer_across_an_interruption() -> None:
     """An interruption mid-sentence passes at once; the words gathered are not lost (the seed's rule)."""
-    legend = {"a": F.TextFrame("Hello"), "b": F.TextFrame(" there. ")}
+    legend = {"a": F.TextFrame("Hello"), "b": F.TextFrame(" there. Bye")}
     rec = run(Sentence(), "a-I-b", legend)
-    assert rec.down == [(200, F.InterruptionFrame()), (400, F.TextFrame("Hello there. "))]
+    assert rec.down == [(200, F.InterruptionFrame()), (400, F.TextFrame("Hello there."))]
 
 
 def test_sentence_leaves_upstream_frames_alone() -> None:
@@ -103,8 +124,8 @@ def test_sentence_takes_any_tokenizer() -> None:
         def match_end_of_sentence(self, text: str) -> int:
             return text.find("|") + 1
 
-    rec = run(Sentence(Pipes()), "a-b", {"a": F.TextFrame("one. two"), "b": F.TextFrame(" | three")})
-    assert texts(rec, F.TextFrame) == ["one. two | three"]
+    rec = run(Sentence(Pipes()), "a-b-|", {"a": F.TextFrame("one. two"), "b": F.TextFrame(" | three")})
+    assert texts(rec, F.TextFrame) == ["one. two |", " three"]
     with pytest.raises(ConfigurationError):
         Sentence(tokenizer=object())  # type: ignore[arg-type]
 
@@ -133,10 +154,10 @@ def test_sentence_state_is_per_subscription() -> None:
     a.pipe(sentence).subscribe(out_a.append)
     b.pipe(sentence).subscribe(out_b.append)
     a.on_next(F.TextFrame("Alpha "))
-    b.on_next(F.TextFrame("Beta. "))
-    a.on_next(F.TextFrame("end. "))
-    assert out_a == [F.TextFrame("Alpha end. ")]
-    assert out_b == [F.TextFrame("Beta. ")]
+    b.on_next(F.TextFrame("Beta. Two"))
+    a.on_next(F.TextFrame("end. Three"))
+    assert out_a == [F.TextFrame("Alpha end.")]
+    assert out_b == [F.TextFrame("Beta.")]
 
 
 # ------------------------------------------------------------------------------------- LLMText

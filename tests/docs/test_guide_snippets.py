@@ -30,7 +30,7 @@ def run_page(page: str) -> dict[str, Any]:
     return namespace
 
 
-@pytest.mark.parametrize("page", ["index.md", "concepts.md", "testing.md"])
+@pytest.mark.parametrize("page", ["index.md", "concepts.md", "testing.md", "text.md"])
 def test_the_code_on_the_page_runs(page: str) -> None:
     """Every python block of the page runs, in order, with its asserts holding."""
     run_page(page)
