@@ -26,11 +26,14 @@ class ModelChoice:
     Attributes:
         path: the model file, or None.
         problem: one line saying why there is no model (None when found).
+        source: where it was found, in words (``--model``, ``$RXVOICE_SMART_TURN_MODEL``,
+            ``the user cache``); None when not found.
     """
 
-    def __init__(self, path: Path | None, problem: str | None) -> None:
+    def __init__(self, path: Path | None, problem: str | None, source: str | None = None) -> None:
         self.path = path
         self.problem = problem
+        self.source = source
 
 
 def choose_model(explicit: str | None) -> ModelChoice:
@@ -44,10 +47,12 @@ def choose_model(explicit: str | None) -> ModelChoice:
         path = Path(explicit).expanduser()
         if not path.is_file():
             raise CLIError(f"--model {explicit}: no such file")
-        return ModelChoice(path, None)
+        return ModelChoice(path, None, "--model")
     try:
-        return ModelChoice(find_model(), None)
+        found = find_model()
     except ModelNotFoundError:
         env = os.environ.get(ENV_VAR, "").strip()
         where = f"{ENV_VAR}={env} is not a file" if env else f"{ENV_VAR} unset"
         return ModelChoice(None, f"Smart Turn model not found ({where}; nothing at {cached_model_path()})")
+    env = os.environ.get(ENV_VAR, "").strip()
+    return ModelChoice(found, None, f"${ENV_VAR}" if env else "the user cache")

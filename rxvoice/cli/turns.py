@@ -103,9 +103,9 @@ def make_setup(args: argparse.Namespace, err: TextIO) -> Setup:
         stop = "smart-turn" if choice.path is not None else "speech-timeout"
         if choice.path is None:
             print(f"note: {choice.problem}: using --stop speech-timeout "
-                  "(install it with `rxvoice model install`)", file=err)
+                  "(`rxvoice model install` gets it)", file=err)
     elif stop == "smart-turn" and choice.path is None:
-        raise CLIError(f"{choice.problem}; install it with `rxvoice model install --from <pipecat-ai wheel or .onnx>`")
+        raise CLIError(f"{choice.problem}; `rxvoice model install` gets it")
     return Setup(
         vad=args.vad, stop=stop, model=choice.path, stt_delay=args.stt_delay, model_latency=args.model_latency,
         speech_timeout=args.speech_timeout, tail=args.tail,
