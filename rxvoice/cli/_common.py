@@ -8,7 +8,7 @@ from pathlib import Path
 from ..audio.turn.model import ENV_VAR, cached_model_path, find_model
 from ..errors import ModelNotFoundError
 
-__all__ = ["CLIError", "ModelChoice", "choose_model", "secs"]
+__all__ = ["CLIError", "ModelChoice", "choose_model", "secs", "signed"]
 
 
 class CLIError(Exception):
@@ -18,6 +18,11 @@ class CLIError(Exception):
 def secs(value: float | None, digits: int = 2) -> str:
     """Seconds for people: ``1.23 s``, or ``-`` when unknown."""
     return "-" if value is None else f"{value:.{digits}f} s"
+
+
+def signed(value: float, digits: int = 2) -> str:
+    """Seconds with their sign: ``+0.30 s``, ``-1.17 s``."""
+    return f"{value:+.{digits}f} s"
 
 
 class ModelChoice:

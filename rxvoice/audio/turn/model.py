@@ -208,6 +208,7 @@ def install_model(
                     f"the model from {origin} has sha256 {digest}, expected {MODEL_SHA256}; "
                     "pass verify=False to install another Smart Turn build on purpose"
                 )
+        os.chmod(temp, 0o644)  # mkstemp's 0600 would hide a shared model from other users
         os.replace(temp, target)
     finally:
         temp.unlink(missing_ok=True)
