@@ -76,7 +76,7 @@ class Gated(EventfulProcessor):
       upstream) and counts as "no": the frame is held or passed as the gate
       stands, never lost.
 
-    End-of-stream caveat (as in the seed): ending the run is not a system frame,
+    End-of-stream caveat (as in jargo, the Go port of Pipecat): ending the run is not a system frame,
     so a closed gate holds the ``EndFrame`` too, and the stages behind it never
     hear the run end. Open the gate before shutting down; a ``CancelFrame`` is a
     system frame and always gets through. When the input observable itself
@@ -222,7 +222,7 @@ class GatedContext(EventfulProcessor):
     * ``LLMContextFrame`` (and subclasses, either direction) is held, replacing
       any held one; with ``start_open`` the first one goes straight through.
     * Each signal releases the held frame, if any, in the direction it was
-      travelling. A signal that finds nothing held is spent (as in the seed):
+      travelling. A signal that finds nothing held is spent (as in jargo):
       a release needs a signal after the context is held. A
       :class:`~rxvoice.notify.Notifier` signalled before the session subscribes
       remembers one signal, not a count.

@@ -61,7 +61,7 @@ class LLMText(EventfulProcessor):
       calling any pattern handler (``handle_interruption()``), then goes on.
     * Everything else passes untouched, and so do frames travelling upstream.
 
-    Matching is by exact type (``type(frame) is LLMTextFrame``), as in the seed:
+    Matching is by exact type (``type(frame) is LLMTextFrame``), as in jargo (the Go port of Pipecat):
     it keeps the per-token path to one identity test, and a subclass of
     ``LLMTextFrame`` that means something else is not rewritten by accident.
 
@@ -169,7 +169,7 @@ class _LLMTextSession:
         self.port = port
         self._link = port.link
         self._aggregate = aggregator.aggregate
-        # Aggregators written against the seed's v0.1.0 interface only know reset().
+        # Aggregators written against jargo's v0.1.0 interface only know reset().
         self._interrupted: Callable[[], None] = getattr(aggregator, "handle_interruption", None) or aggregator.reset
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:

@@ -29,14 +29,14 @@ class Sentence(EventfulProcessor):
     what is left, then goes on. Interim transcriptions are dropped: they are
     guesses the final transcription will repeat.
 
-    Matching is by exact type, as in the seed: only plain ``TextFrame`` is
+    Matching is by exact type, as in jargo (the Go port of Pipecat): only plain ``TextFrame`` is
     gathered. ``LLMTextFrame``, ``TranscriptionFrame``, ``AggregatedTextFrame``
     and the other subclasses pass untouched, because rewriting them into a plain
     ``TextFrame`` would lose what makes them what they are (a model token's
     spacing, a transcript's speaker and finality). Group a model's tokens with
     :class:`LLMText` instead, which also confirms each end by what follows it.
 
-    An interruption does not clear the buffer (as in the seed): a plain text
+    An interruption does not clear the buffer (as in jargo): a plain text
     stream may carry the user's words, which must not be lost. Frames travelling
     upstream pass untouched.
 

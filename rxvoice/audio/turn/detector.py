@@ -1,4 +1,4 @@
-"""The turn-taking detector: VAD plus Smart Turn right after the input (the seed's ``turntaking.Detector``).
+"""The turn-taking detector: VAD plus Smart Turn right after the input (jargo's ``turntaking.Detector``).
 
 Put it first, before speech-to-text, and let the user aggregator adopt what
 it decides::
