@@ -47,10 +47,15 @@ def test_mypy_strict_in_a_user_project_sees_the_editable_install(tmp_path: Path)
     venv.EnvBuilder(with_pip=False).create(env_dir)
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation",
+         "--ignore-installed",  # never touch the running environment's own install
          "--prefix", str(env_dir), "-e", str(REPO)],
         capture_output=True, text=True, env=_clean_env(), timeout=300,
     )
     assert install.returncode == 0, install.stderr
+    # The environment running this test still has its own rxvoice (pip must not have uninstalled it).
+    still = subprocess.run([sys.executable, "-c", "import rxvoice"], cwd=tmp_path, capture_output=True, text=True,
+                           env=_clean_env(), timeout=60)
+    assert still.returncode == 0, still.stderr
     site = next(env_dir.glob("lib/python3*/site-packages"))
     hooks = sorted(p.name for p in site.glob("__editable__*finder.py"))
     assert hooks == [], f"the editable install uses an import hook, which type checkers cannot follow: {hooks}"
