@@ -1,6 +1,6 @@
 """Pipecat 1.14's ``LLMContextAggregatorPair`` on the synthetic conversation.
 
-Method (``/work/shared/reference/benchmarking-pipecat.md``):
+Method (as Pipecat's own benchmarking notes describe it):
 
 * ``Pipeline([pair.user(), pair.assistant(), sink])`` run by a
   ``PipelineWorker`` and a ``WorkerRunner`` (the machinery Pipecat's own test

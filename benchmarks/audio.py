@@ -2,7 +2,7 @@
 
 Run it with the benchmark venv, where Pipecat is installed next to rxvoice:
 
-    /work/benchvenv/bin/python benchmarks/audio.py [--quick]
+    .venv/bin/python benchmarks/audio.py [--quick]    # after .venv/bin/pip install -e '.[bench]'
 
 It measures (medians of interleaved rounds, the order rotating each round:
 27 rounds of 200 chunks for the VAD, 9 for Smart Turn; ``time.perf_counter``):
@@ -112,7 +112,7 @@ def load_pipecat() -> dict[str, Any]:
         from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
         from pipecat.audio.vad.silero import SileroVADAnalyzer as PipecatSilero
     except ImportError as exc:
-        sys.exit(f"pipecat-ai is needed for the comparison (run with /work/benchvenv): {exc}")
+        sys.exit(f"pipecat-ai is needed for the comparison (install the bench extra: pip install -e '.[bench]'): {exc}")
     return {
         "features": compute_whisper_log_mel_features,
         "smart_turn": LocalSmartTurnAnalyzerV3,

@@ -55,7 +55,7 @@ REPS = {100: 5, 1000: 3}
 
 # Configurations that take milliseconds (the floor and rxvoice) run this many
 # times inside every repetition, alternating (floor, rxvoice, floor, rxvoice,
-# ...), and all their samples enter the median: this machine's timing is
+# ...), and all their samples enter the median: the machine's timing is
 # bimodal (host noise), and a few cheap samples would make the pair/floor
 # ratio a coin toss.  The floor and rxvoice are treated alike, so the ratio
 # stays fair; Pipecat (seconds a run at N = 1000) runs once per repetition.

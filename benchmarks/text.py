@@ -28,7 +28,7 @@ The last line is ``llmtext_vs_pipecat=<ratio>``: rxvoice throughput over Pipecat
 the headline row (LLMText against LLMTextProcessor, like for like).
 
 Run with the Pipecat venv (rxvoice installed there with ``pip install -e . --no-deps``):
-    /work/benchvenv/bin/python benchmarks/text.py [--runs 7] [--tokens 12000]
+    .venv/bin/python benchmarks/text.py [--runs 7] [--tokens 12000]    # with the bench extra
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ has to finish first). That something signals through a :class:`Notifier`, from a
 thread, without blocking and without knowing who listens.
 
 A signal raised while nobody listens is remembered, once: three ``notify()`` calls
-before anyone subscribes release one waiter, not three (as the seed's
+before anyone subscribes release one waiter, not three (as jargo's
 ``EventNotifier`` does). A signal raised while someone listens goes to every
 listener at once and is not remembered.
 """

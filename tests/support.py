@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from rxvoice.audio.turn import ENV_VAR
+from rxvoice.audio.turn import ENV_VAR, cached_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,9 +27,21 @@ def shared_dir() -> Path:
 
 
 def smart_turn_model_path() -> Path:
-    """The Smart Turn v3.2 model: ``$RXVOICE_SMART_TURN_MODEL``, else ``models/`` of the shared folder."""
+    """The Smart Turn v3.2 model: ``$RXVOICE_SMART_TURN_MODEL``, else ``models/`` of the shared folder.
+
+    Without either, the user cache that ``rxvoice model install`` fills (so the README's two
+    commands work on a machine without the shared folder). Nothing is ever downloaded here.
+    """
     env = os.environ.get(ENV_VAR, "").strip()
-    path = Path(env) if env else shared_dir() / "models" / "smart-turn-v3.2-cpu.onnx"
+    if env:
+        path = Path(env)
+    else:
+        try:
+            path = shared_dir() / "models" / "smart-turn-v3.2-cpu.onnx"
+        except RuntimeError:
+            path = cached_model_path()
+        if not path.is_file() and cached_model_path().is_file():
+            path = cached_model_path()
     if not path.is_file():
         raise RuntimeError(
             f"Smart Turn model not found at {path}: set {ENV_VAR} or put "

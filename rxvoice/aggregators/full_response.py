@@ -38,7 +38,7 @@ class FullResponse(EventfulProcessor):
       and starts over. As in both references it does so even when no response
       was in progress (with empty text), so every interruption is accounted for.
 
-    Matching is by exact type, as in jargo. Only frames travelling
+    Matching is by exact type, as in jargo (the Go port of Pipecat). Only frames travelling
     downstream are gathered; frames travelling upstream pass.
 
     Events: ``on_completion`` (:class:`~rxvoice.aggregators.Completion`),

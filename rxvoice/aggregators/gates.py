@@ -80,7 +80,7 @@ class Gated(EventfulProcessor):
     as the items that always pass: both run the same
     :class:`~rxvoice.operators.Gate`.
 
-    End-of-stream caveat (as in jargo): ending the run is not a system frame,
+    End-of-stream caveat (as in jargo, the Go port of Pipecat): ending the run is not a system frame,
     so a closed gate holds the ``EndFrame`` too, and the stages behind it never
     hear the run end. Open the gate before shutting down; a ``CancelFrame`` is a
     system frame and always gets through. When the input observable itself

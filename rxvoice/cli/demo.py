@@ -122,7 +122,7 @@ def _summary(analysis: Analysis, setup: Setup, fallback_reason: str | None, wall
             f"and a pause that long mid-sentence cuts the caller off ({len(cut)} here"
             + (f': "{cut[0].text}" was answered alone' if cut else "")
             + "). With the model the first sentence stays whole and answers come about 0.3 s after speech "
-            "(the STT's delay). Get it: `rxvoice model install --from <pipecat-ai wheel or .onnx>`."
+            "(the STT's delay). Get it with `rxvoice model install`."
         )
     mode = "real time" if setup.realtime else "virtual time"
     lines.append(f"{analysis.recording.duration:.1f} s of conversation in {wall:.2f} s ({mode}).")
@@ -136,9 +136,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = None
     if args.no_smart_turn:
         fallback_reason = "--no-smart-turn"
+        why = "a speech timeout (SpeechTimeoutStop), falling back because --no-smart-turn was given"
     else:
         choice = choose_model(args.model)
         model, fallback_reason = choice.path, choice.problem
+        if model is not None:
+            why = f"Smart Turn v3.2 (TurnAnalyzerStop), because its model was found via {choice.source} ({model})"
+        else:
+            why = (f"a speech timeout (SpeechTimeoutStop), falling back because: {fallback_reason}; "
+                   "`rxvoice model install` gets it")
     setup = Setup(
         stop="smart-turn" if model is not None else "speech-timeout", model=model, stt_delay=args.stt_delay,
         model_latency=args.model_latency, tail=1.5, realtime=args.realtime,
@@ -151,9 +157,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise CLIError(f"the demo's transcript is damaged: {exc}") from None
     pace = "at the speed of speech" if args.realtime else "in virtual time"
     print(f"rxvoice demo: a caller with three requests ({recording.duration:.1f} s, espeak-ng), {pace}", file=out)
+    print(f"  stop strategy: {why}", file=out)
     print(f"  {describe_setup(setup)}", file=out)
     if fallback_reason is not None:
-        print(f"  {fallback_reason}: falling back to a speech-timeout stop (see the cost below).", file=out)
+        print("  (see below what the fallback costs)", file=out)
     print(file=out, flush=True)
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
     started = time.perf_counter()

@@ -1,27 +1,45 @@
 """A PNG timeline of one turn analysis (matplotlib, the ``plot`` extra).
 
-Three rows on one time axis: the waveform with the transcript's segments
-(green: a turn end, orange: mid-sentence), the VAD's confidence per window
-with its threshold and the stretches it called speech, and the Smart Turn
-probability at each decision (green: complete, red: incomplete). Every row
-carries the turn ends as vertical lines (red when the turn cut the speaker
-off), labeled with the latency after the end of speech.
+Rows on one time axis: the waveform with the transcript's segments (green:
+a turn end, orange: mid-sentence; their words wrapped and shortened to fit),
+the VAD's confidence per window with its threshold and the stretches it
+called speech, and, when Smart Turn ran, its probability at each decision
+(green: complete, red: incomplete, hollow: complete but it ended no turn,
+because the speech resumed before its words arrived). Every row carries the
+turn ends as vertical lines (red when the turn cut the speaker off), labeled
+with the latency after the end of speech; the grey band is the silence
+played after the recording so its last turn can end.
 """
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from textwrap import fill
 from typing import Any
 
 import numpy as np
 
-from ._common import CLIError
+from ._common import CLIError, signed
 from .analysis import Analysis, Words
-from .report import describe_setup
+from .report import describe_setup, ignored_verdicts, no_speech_reason
 from .wav import RATE
 
-__all__ = ["plot_timeline"]
+__all__ = ["fit_label", "plot_timeline", "timeline_figure"]
+
+_FONT = 7  # points, the size of every label on the axes
+_CHAR = 0.55 * _FONT  # points: an average character's width at that size
+
+
+def fit_label(text: str, chars: int, lines: int = 2) -> str:
+    """``text`` in at most ``lines`` lines of ``chars`` characters, wrapped at words, ellipsized when cut."""
+    text = " ".join(text.split())
+    if chars < 2 or not text:
+        return ""
+    wrapped = textwrap.wrap(text, width=chars, break_long_words=True, max_lines=lines, placeholder=" …")
+    if len(wrapped) == lines and len(wrapped[-1]) > chars:  # the placeholder can push the last line over
+        wrapped[-1] = wrapped[-1][: chars - 1].rstrip() + "…"
+    return "\n".join(wrapped)
 
 
 def _pyplot() -> Any:
@@ -42,17 +60,43 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
         CLIError: matplotlib is missing, or the file cannot be written.
     """
     plt = _pyplot()
+    fig = timeline_figure(analysis)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=110)
+    except OSError as exc:
+        raise CLIError(f"cannot write the plot to {out}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def timeline_figure(analysis: Analysis) -> Any:
+    """The timeline as a matplotlib ``Figure`` (the caller closes it).
+
+    The Smart Turn row is drawn only when Smart Turn ran (``stop="smart-turn"``).
+
+    Raises:
+        CLIError: matplotlib is missing.
+    """
+    plt = _pyplot()
     a = analysis
     samples = a.recording.samples.astype(np.float32) / 32768.0
     end = max(a.recording.duration, *(t.ended for t in a.turns), 0.1) + 0.3
-    fig, (wave_ax, vad_ax, st_ax) = plt.subplots(
-        3, 1, sharex=True, figsize=(max(8.0, min(24.0, end * 0.8)), 6.5),
-        gridspec_kw={"height_ratios": [2.2, 1.2, 1.2]},
+    smart_turn = a.setup.stop == "smart-turn"
+    panels = 3 if smart_turn else 2
+    ratios = [2.2, 1.2, 1.2][:panels]
+    fig, axes = plt.subplots(
+        panels, 1, sharex=True, figsize=(max(8.0, min(24.0, end * 0.8)), 6.5 if smart_turn else 5.2),
+        gridspec_kw={"height_ratios": ratios},
     )
+    wave_ax, vad_ax = axes[0], axes[1]
+    st_ax = axes[2] if smart_turn else None
     width = fig.get_figwidth()
     subtitle = textwrap.fill(describe_setup(a.setup), width=int(width * 15))
     fig.suptitle(f"{a.recording.path.name} — {len(a.turns)} user turns\n{subtitle}", fontsize=9)
-
+    # Characters per second of the time axis at the label size (the axes span about 85 % of the width).
+    chars_per_second = width * 0.85 * 72 / _CHAR / end
     # Waveform (decimated to min/max envelopes for long files) and what was said.
     step = max(1, len(samples) // 20000)
     if step > 1:
@@ -64,10 +108,15 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
     peak = float(np.max(np.abs(samples))) or 1.0
     wave_ax.set_ylim(-peak * 1.15, peak * 1.6)
     if a.transcript is not None:
-        for seg in a.transcript.segments:
+        segments = a.transcript.segments
+        for i, seg in enumerate(segments):
             color = "tab:green" if seg.turn_end else "tab:orange"
             wave_ax.axvspan(seg.start, seg.end, color=color, alpha=0.15, linewidth=0)
-            wave_ax.text(seg.start, peak * 1.3, seg.text[:40], fontsize=7, va="center", clip_on=True)
+            room = (segments[i + 1].start if i + 1 < len(segments) else end) - seg.start
+            label = fit_label(seg.text, int(room * chars_per_second) - 1)
+            if label:
+                wave_ax.text(seg.start, peak * 1.3, label, fontsize=_FONT, va="center", clip_on=True,
+                             linespacing=1.0)
     for w in a.of(Words):
         wave_ax.plot([w.time], [-peak * 1.05], marker="^", color="tab:blue", markersize=4)
     wave_ax.set_ylabel("audio")
@@ -84,34 +133,43 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
     vad_ax.set_ylim(-0.05, 1.05)
     vad_ax.set_ylabel(f"VAD ({a.setup.vad})")
 
-    # Smart Turn probability at each decision.
-    for v in a.verdicts:
-        color = "tab:green" if v.complete else "tab:red"
-        st_ax.vlines(v.time, 0, v.probability, color=color, linewidth=1.5)
-        st_ax.plot([v.time], [v.probability], marker="o", color=color, markersize=5)
-        st_ax.text(v.time - 0.04, min(1.0, v.probability + 0.05), f"{v.probability:.2f}", fontsize=7, ha="right")
-    st_ax.axhline(0.5, color="0.5", linestyle=":", linewidth=0.8)
-    st_ax.set_ylim(0, 1.15)
-    st_ax.set_ylabel("Smart Turn")
-    if not a.verdicts:
-        st_ax.text(0.01, 0.5, "no Smart Turn verdicts (speech-timeout stop)", transform=st_ax.transAxes,
-                   fontsize=8, color="0.4")
-    st_ax.set_xlabel("seconds")
-    st_ax.set_xlim(0, end)
+    # Smart Turn probability at each decision; a hollow dot: complete, but it ended no turn.
+    ignored = ignored_verdicts(a)
+    if st_ax is not None:
+        for v in a.verdicts:
+            color = "tab:green" if v.complete else "tab:red"
+            st_ax.vlines(v.time, 0, v.probability, color=color, linewidth=1.5)
+            face = "white" if v in ignored else color
+            st_ax.plot([v.time], [v.probability], marker="o", color=color, markerfacecolor=face, markersize=5)
+            st_ax.text(v.time - 0.04, min(1.0, v.probability + 0.05), f"{v.probability:.2f}", fontsize=_FONT,
+                       ha="right")
+        st_ax.axhline(0.5, color="0.5", linestyle=":", linewidth=0.8)
+        st_ax.set_ylim(0, 1.15)
+        st_ax.set_ylabel("Smart Turn")
+        if not a.verdicts:
+            st_ax.text(0.01, 0.5, "no Smart Turn verdicts (the VAD heard no pause to judge)",
+                       transform=st_ax.transAxes, fontsize=8, color="0.4")
+    bottom = axes[-1]
+    bottom.set_xlabel("seconds")
+    bottom.set_xlim(0, end)
+    if not a.speech:
+        reason = no_speech_reason(a) or ""
+        vad_ax.text(0.01, 0.5, fill("no speech heard in " + reason, int(width * 12)), transform=vad_ax.transAxes,
+                    fontsize=8, color="0.3", va="center")
 
-    # Turn boundaries.
+    # Turn boundaries; a label that would run past the right edge is written to the left of its line.
     for turn in a.turns:
         color = "tab:red" if turn.premature else "black"
-        for ax in (wave_ax, vad_ax, st_ax):
+        for ax in axes:
             ax.axvline(turn.ended, color=color, linewidth=1.2, linestyle="--")
-        label = f"turn {turn.index}" + ("" if turn.latency is None else f" +{turn.latency:.2f} s")
-        wave_ax.text(turn.ended, -peak * 1.12, " " + label, fontsize=7, color=color, va="bottom")
+        label = f"turn {turn.index}" + ("" if turn.latency is None else f" {signed(turn.latency)}")
+        fits = (end - turn.ended) * chars_per_second > len(label) + 2
+        wave_ax.text(turn.ended, -peak * 1.12, f" {label}" if fits else f"{label} ", fontsize=_FONT, color=color,
+                     va="bottom", ha="left" if fits else "right")
         wave_ax.axvline(turn.started, color="0.6", linewidth=0.8, linestyle=":")
-    # The silence played after the recording (so its last turn could end).
-    for ax in (wave_ax, vad_ax, st_ax):
+    # The silence played after the recording (so its last turn could end); named in the legend.
+    for ax in axes:
         ax.axvspan(a.recording.duration, end, color="0.92", linewidth=0, zorder=0)
-    wave_ax.text(a.recording.duration, -peak * 0.9, " silence after the recording", fontsize=7, color="0.45",
-                 clip_on=True)
 
     from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
@@ -129,19 +187,18 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
     handles += [
         Line2D([], [], color="tab:purple", label="VAD confidence"),
         Patch(color="tab:purple", alpha=0.2, label="VAD speech (start → stop)"),
+        Patch(color="0.92", label="silence played after the recording"),
     ]
     if a.verdicts:
         handles += [Line2D([], [], color="tab:green", marker="o", linestyle="", label="Smart Turn: complete"),
                     Line2D([], [], color="tab:red", marker="o", linestyle="", label="incomplete")]
-    columns = max(3, min(len(handles), int(width // 1.6)))
+    if ignored:
+        handles.append(Line2D([], [], color="tab:green", marker="o", markerfacecolor="white", linestyle="",
+                              label="complete, ended no turn (speech resumed before its words)"))
+    # As many columns as fit the figure's width: an entry is its handle, its label and some padding.
+    entry = (max(len(str(h.get_label())) for h in handles) * _CHAR + 40) / 72
+    columns = max(1, min(len(handles), int(width * 0.96 // entry)))
     rows = -(-len(handles) // columns)
-    fig.legend(handles=handles, loc="lower center", fontsize=7, ncol=columns, frameon=False)
-    fig.tight_layout(rect=(0, 0.035 * rows + 0.01, 1, 1))
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=110)
-    except OSError as exc:
-        raise CLIError(f"cannot write the plot to {out}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
-    return out
+    fig.legend(handles=handles, loc="lower center", fontsize=_FONT, ncol=columns, frameon=False)
+    fig.tight_layout(rect=(0, (rows * 0.15 + 0.08) / fig.get_figheight(), 1, 1))
+    return fig

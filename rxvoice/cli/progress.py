@@ -1,53 +1,58 @@
-"""A progress bar on stderr for folder runs (no dependency: one line rewritten in place).
+"""The progress bar of folder runs, on stderr, drawn by tqdm.
 
-Drawn only on a terminal, so logs and pipes stay clean; ``force`` draws it anyway.
+Drawn only on a terminal, so logs and pipes stay clean (``force`` draws it
+anyway); notes printed while it runs go through :meth:`Progress.paused` so
+they do not tear the bar.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
+
+from tqdm import tqdm
 
 __all__ = ["Progress"]
 
 
 class Progress:
-    """``[#######.......] 12/32 name.wav``, rewritten with a carriage return.
+    """One bar: ``42%|████▏     | 5/12 [00:08<00:11] name.wav``.
 
     Args:
         total: the number of steps.
         stream: where to draw (stderr).
         force: draw even when ``stream`` is not a terminal.
-        width: bar cells.
+        enabled: False draws nothing, whatever the stream.
     """
 
-    def __init__(self, total: int, stream: TextIO, *, force: bool = False, width: int = 28) -> None:
-        self.total = max(1, total)
-        self.stream = stream
-        self.width = width
-        self.done = 0
+    def __init__(self, total: int, stream: TextIO, *, force: bool = False, enabled: bool = True) -> None:
         isatty = getattr(stream, "isatty", None)
-        self.enabled = force or bool(isatty and isatty())
-        self._last = 0
+        self.enabled = enabled and (force or bool(isatty and isatty()))
+        self._bar = tqdm(total=total, file=stream, disable=not self.enabled, unit="file", dynamic_ncols=True,
+                         leave=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}")
+        self._pending = False
 
     def step(self, label: str) -> None:
-        """Show that the next item (``label``) is being worked on."""
-        self._draw(label)
-        self.done += 1
+        """Show that the next item (``label``) is being worked on (the one before it is done)."""
+        if self._pending:
+            self._bar.update(1)
+        self._bar.set_postfix_str(label[:50], refresh=True)
+        self._pending = True
 
-    def _draw(self, label: str) -> None:
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Print other lines to the same stream while the bar is drawn: the bar is cleared, then redrawn."""
         if not self.enabled:
+            yield
             return
-        filled = round(self.width * self.done / self.total)
-        text = f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {label[:50]}"
-        pad = max(0, self._last - len(text))
-        self.stream.write("\r" + text + " " * pad)
-        self.stream.flush()
-        self._last = len(text)
+        with tqdm.external_write_mode(file=self._bar.fp):
+            yield
 
     def finish(self) -> None:
         """Draw the full bar and end the line."""
-        if not self.enabled:
-            return
-        self._draw("done")
-        self.stream.write("\n")
-        self.stream.flush()
+        if self._pending:
+            self._bar.update(1)
+            self._pending = False
+        self._bar.set_postfix_str("done", refresh=True)
+        self._bar.close()

@@ -5,9 +5,15 @@ JSON (``rxvoice turns --json``), schema version 1::
     {"version": 1,
      "settings": {"vad", "vad_stop_secs", "stop", "smart_turn_model", "model_latency",
                   "speech_timeout", "stt_delay", "tail"},
+     "summary": {"recordings", "failed", "latency_median", "latency_max",   # over every turn end
+                 "transcripts", "turn_ends", "found", "premature", "missed",   # over recordings with labels
+                 "labels": null or {"correct", "total", "accuracy", "by_label": {label: {"correct", "total"}}}},
      "recordings": [
        {"file", "error",                       # error: one line, or null (then the rest is absent)
         "duration", "source_rate", "source_channels", "encoding", "conversions": [str],
+        "warnings": [str],                     # e.g. a truncated file
+        "level": {"peak_dbfs", "rms_dbfs", "vad_max_confidence", "vad_max_volume"},   # null dBFS: silence
+        "no_speech": null or str,              # why the VAD heard no speech
         "transcript": path or null,            # null: placeholders made from the VAD were the STT
         "speech": [{"start", "end"}],          # the VAD's stretches of speech (end null: still speaking)
         "words": [{"time", "text"}],           # what the STT delivered, when
@@ -15,23 +21,45 @@ JSON (``rxvoice turns --json``), schema version 1::
         "turns": [{"index", "started", "ended", "strategy", "cause", "reason",
                    "speech_end", "latency", "text", "probability", "premature"}],
         "labels": null or {"turn_ends", "found", "premature", "missed", "missed_at": [s],
-                           "latency_median", "latency_max"}}]}
+                           "latency_median", "latency_max"},
+        "label": null or {"expected", "verdict", "correct", "cut_off_at", "probability",
+                          "reference_probability", "text"}}]}   # from a labels.csv beside the file
 
-Times are seconds from the start of the recording.
+Times are seconds from the start of the recording; ``labels`` compares the
+turn ends with a transcript's ``turn_end`` labels, ``label`` the verdict on
+the whole recording with its row in ``labels.csv``
+(:mod:`rxvoice.cli.labels`).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._common import secs
-from .analysis import Analysis, Score, Setup, Turn, Verdict, Words
+import numpy as np
 
-__all__ = ["FileResult", "describe_setup", "detail", "score_line", "table", "to_json"]
+from ._common import secs
+from .analysis import Analysis, Score, Setup, SpeechStarted, Turn, Verdict, Words
+from .labels import LabelsSummary, LabelVerdict, summarize
+from .wav import RATE
+
+__all__ = [
+    "FileResult",
+    "Level",
+    "describe_setup",
+    "detail",
+    "ignored_verdicts",
+    "level",
+    "no_speech_reason",
+    "score_line",
+    "summary_json",
+    "table",
+    "to_json",
+]
 
 JSON_VERSION = 1
 
@@ -44,6 +72,92 @@ class FileResult:
     analysis: Analysis | None
     transcript: Path | None = None
     error: str | None = None
+    label: LabelVerdict | None = None
+    """The verdict against the recording's row in ``labels.csv`` (None: no row)."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """What the recording sounded like to the VAD.
+
+    Attributes:
+        peak_dbfs: the loudest sample, dB below full scale (None: every sample is 0).
+        rms_dbfs: the average level (None: silence).
+        vad_max_confidence: the VAD model's highest speech confidence in any window.
+        vad_max_volume: the volume gate's highest smoothed level (0..1).
+        longest_speech: the longest run of windows that counted as speech, in seconds.
+    """
+
+    peak_dbfs: float | None
+    rms_dbfs: float | None
+    vad_max_confidence: float
+    vad_max_volume: float
+    longest_speech: float
+
+
+def _dbfs(value: float) -> float | None:
+    return None if value <= 0 else round(20 * math.log10(value / 32768.0), 1)
+
+
+def level(a: Analysis) -> Level:
+    """Peak and average level, and the VAD's highest confidence and volume."""
+    samples = a.recording.samples.astype(np.float64)
+    peak = float(np.max(np.abs(samples))) if samples.size else 0.0
+    rms = float(np.sqrt(np.mean(samples * samples))) if samples.size else 0.0
+    windows = a.windows
+    window_secs = (windows[1].start_sample - windows[0].start_sample) / RATE if len(windows) > 1 else 0.032
+    longest = run = 0
+    for w in windows:
+        run = run + 1 if w.speaking else 0
+        longest = max(longest, run)
+    return Level(
+        _dbfs(peak), _dbfs(rms), max((w.confidence for w in windows), default=0.0),
+        max((w.volume for w in windows), default=0.0), longest * window_secs,
+    )
+
+
+def no_speech_reason(a: Analysis) -> str | None:
+    """Why the VAD heard no speech, with what it did hear (None when it heard some)."""
+    if a.speech:
+        return None
+    lv = level(a)
+    params = a.setup.vad_params
+    length = f"{a.recording.duration:.2f} s of audio"
+    if lv.peak_dbfs is None:
+        return f"{length}, all digital silence (every sample is 0)"
+    heard = (f"{length}, peak {lv.peak_dbfs:.1f} dBFS, average {lv.rms_dbfs:.1f} dBFS; "
+             f"VAD confidence up to {lv.vad_max_confidence:.2f}, volume up to {lv.vad_max_volume:.2f}")
+    if a.recording.duration < 0.4 + params.start_secs:
+        why = (f"too short: the volume gate reads the last 0.4 s of audio and the VAD needs {params.start_secs:g} s "
+               f"of speech (start_secs), so a recording under {0.4 + params.start_secs:.1f} s cannot start speech")
+    elif lv.vad_max_confidence < params.confidence:
+        why = f"no voice: the VAD's confidence never reached {params.confidence:g}"
+    elif lv.vad_max_volume < params.min_volume:
+        why = (f"too quiet: the volume gate never reached min_volume {params.min_volume:g} "
+               "(it reads the last 0.4 s of audio)")
+    else:
+        why = (f"too short: voice lasted {lv.longest_speech:.2f} s at most, the VAD needs "
+               f"{params.start_secs:g} s of it (start_secs) to call it speech")
+    return f"{heard}: {why}"
+
+
+def ignored_verdicts(a: Analysis) -> list[Verdict]:
+    """Smart Turn "complete" verdicts that ended no turn.
+
+    ``TurnAnalyzerStop`` ends a turn on a complete verdict only once the words
+    of the speech just ended are in; when the speech resumes before they
+    arrive, the turn goes on.
+    """
+    ended = [t.ended for t in a.turns]
+    starts = [o.time for o in a.of(SpeechStarted)]
+    out = []
+    for v in a.verdicts:
+        if not v.complete:
+            continue
+        resumed = min((s for s in starts if s > v.time), default=math.inf)
+        if not any(v.time - 0.0015 <= t < resumed for t in ended):
+            out.append(v)
+    return out
 
 
 def _r(value: float | None) -> float | None:
@@ -78,8 +192,11 @@ def score_line(score: Score) -> str:
     return line
 
 
-def _verdicts(verdicts: Sequence[Verdict]) -> str:
-    items = [f"{v.time:.2f} s {'complete' if v.complete else 'incomplete'} {v.probability:.2f}" for v in verdicts]
+def _verdicts(verdicts: Sequence[Verdict], ignored: Sequence[Verdict] = ()) -> str:
+    items = []
+    for v in verdicts:
+        item = f"{v.time:.2f} s {'complete' if v.complete else 'incomplete'} {v.probability:.2f}"
+        items.append(item + "*" if v in ignored else item)
     return ", ".join(items)
 
 
@@ -118,16 +235,39 @@ def detail(result: FileResult) -> str:
         f"  {describe_setup(a.setup)}",
     ]
     lines += [f"  converted: {c}" for c in rec.conversions]
+    lines += [f"  warning: {w}" for w in rec.warnings]
     turns = a.turns
     lines.append(f"  {len(a.speech)} stretches of speech, {len(turns)} user turns")
+    reason = no_speech_reason(a)
+    if reason is not None:
+        lines.append(f"  no speech heard in {reason}")
     for turn in turns:
         lines += _turn_lines(turn)
     if a.verdicts:
-        lines.append(f"  Smart Turn verdicts ({len(a.verdicts)}): {_verdicts(a.verdicts)}")
+        ignored = ignored_verdicts(a)
+        lines.append(f"  Smart Turn verdicts ({len(a.verdicts)}): {_verdicts(a.verdicts, ignored)}")
+        if ignored:
+            lines.append("    * complete, but no turn ended: the speech resumed before its words arrived "
+                         "(a turn ends once the words of the speech just ended are in)")
     score = a.score
     if score is not None:
         lines.append("  " + score_line(score))
+    if result.label is not None:
+        lines.append("  " + _label_line(result.label))
     return "\n".join(lines)
+
+
+def _label_line(v: LabelVerdict) -> str:
+    mark = "right" if v.correct else "WRONG"
+    at = f" at {v.cut_off_at:.2f} s" if v.cut_off_at is not None else ""
+    p = f" (Smart Turn p={v.probability:.2f})" if v.probability is not None else ""
+    return f"labels.csv: {v.label.expected}; verdict: {v.verdict}{at}{p}: {mark}"
+
+
+def _accuracy_line(s: LabelsSummary) -> str:
+    parts = ", ".join(f"{label} {right}/{total}" for label, (right, total) in s.by_label.items())
+    share = f" ({s.accuracy:.1%})" if s.accuracy is not None else ""
+    return f"labels.csv: {s.correct} of {s.total} verdicts match the labels{share}: {parts}"
 
 
 def _causes(turns: Sequence[Turn]) -> str:
@@ -145,9 +285,12 @@ def _causes(turns: Sequence[Turn]) -> str:
 def table(results: Sequence[FileResult]) -> str:
     """One row per recording, and the totals."""
     name_width = min(64, max([len(r.path.name) for r in results] + [4]))
+    labeled_files = any(r.label is not None for r in results)
     header = (
         f"{'file':<{name_width}}  {'length':>7}  {'speech':>6}  {'turns':>5}  {'latency':>8}  "
-        f"{'cut-offs':>8}  {'missed':>6}  decided by"
+        f"{'cut-offs':>8}  {'missed':>6}  "
+        + (f"{'label':<10}  {'verdict':<10}  {'':5}  " if labeled_files else "")
+        + "decided by"
     )
     lines = [header, "-" * len(header)]
     latencies: list[float] = []
@@ -171,9 +314,15 @@ def table(results: Sequence[FileResult]) -> str:
             premature += score.premature
             missed += score.missed
             cut, miss = str(score.premature), str(score.missed)
+        verdict = ""
+        if labeled_files:
+            v = r.label
+            verdict = (f"{v.label.expected:<10}  {v.verdict:<10}  {'right' if v.correct else 'WRONG':5}  "
+                       if v is not None else f"{'-':<10}  {'-':<10}  {'':5}  ")
+        causes = _causes(turns) if a.speech else "no speech (see the file's own run)"
         lines.append(
             f"{name:<{name_width}}  {a.recording.duration:>5.2f} s  {len(a.speech):>6}  {len(turns):>5}  "
-            f"{med:>8}  {cut:>8}  {miss:>6}  {_causes(turns)}"
+            f"{med:>8}  {cut:>8}  {miss:>6}  {verdict}{causes}"
         )
     lines.append("-" * len(header))
     done = len(results) - failed
@@ -185,6 +334,9 @@ def table(results: Sequence[FileResult]) -> str:
     if labeled:
         total += f"; with labels ({labeled}): {premature} premature cut-offs, {missed} missed ends"
     lines.append(total)
+    verdicts = [r.label for r in results if r.label is not None]
+    if verdicts:
+        lines.append(_accuracy_line(summarize(verdicts)))
     return "\n".join(lines)
 
 
@@ -202,12 +354,19 @@ def _analysis_json(a: Analysis) -> dict[str, Any]:
             "latency_median": _r(statistics.median(score.latencies)) if score.latencies else None,
             "latency_max": _r(max(score.latencies)) if score.latencies else None,
         }
+    lv = level(a)
     return {
         "duration": _r(rec.duration),
         "source_rate": rec.source_rate,
         "source_channels": rec.source_channels,
         "encoding": rec.encoding,
         "conversions": list(rec.conversions),
+        "warnings": list(rec.warnings),
+        "level": {
+            "peak_dbfs": lv.peak_dbfs, "rms_dbfs": lv.rms_dbfs,
+            "vad_max_confidence": round(lv.vad_max_confidence, 4), "vad_max_volume": round(lv.vad_max_volume, 4),
+        },
+        "no_speech": no_speech_reason(a),
         "speech": [{"start": _r(s), "end": _r(e)} for s, e in a.speech],
         "words": [{"time": _r(w.time), "text": w.text} for w in a.of(Words)],
         "verdicts": [
@@ -233,6 +392,44 @@ def _analysis_json(a: Analysis) -> dict[str, Any]:
     }
 
 
+def _label_json(v: LabelVerdict | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {
+        "expected": v.label.expected, "verdict": v.verdict, "correct": v.correct, "cut_off_at": _r(v.cut_off_at),
+        "probability": None if v.probability is None else round(v.probability, 4),
+        "reference_probability": v.label.reference_probability, "text": v.label.text,
+    }
+
+
+def summary_json(results: Sequence[FileResult]) -> dict[str, Any]:
+    """The totals of a run (what the text table's last lines say)."""
+    analyses = [r.analysis for r in results if r.analysis is not None]
+    latencies = [t.latency for a in analyses for t in a.turns if t.latency is not None and t.cause != "end"]
+    scores = [s for s in (a.score for a in analyses) if s is not None]
+    verdicts = [r.label for r in results if r.label is not None]
+    labels = None
+    if verdicts:
+        s = summarize(verdicts)
+        labels = {
+            "correct": s.correct, "total": s.total,
+            "accuracy": None if s.accuracy is None else round(s.accuracy, 4),
+            "by_label": {k: {"correct": right, "total": total} for k, (right, total) in s.by_label.items()},
+        }
+    return {
+        "recordings": len(analyses),
+        "failed": len(results) - len(analyses),
+        "latency_median": _r(statistics.median(latencies)) if latencies else None,
+        "latency_max": _r(max(latencies)) if latencies else None,
+        "transcripts": len(scores),
+        "turn_ends": sum(s.turn_ends for s in scores),
+        "found": sum(s.found for s in scores),
+        "premature": sum(s.premature for s in scores),
+        "missed": sum(s.missed for s in scores),
+        "labels": labels,
+    }
+
+
 def to_json(setup: Setup, results: Sequence[FileResult]) -> dict[str, Any]:
     """The whole run as a JSON-ready dict (schema in the module docs)."""
     recordings: list[dict[str, Any]] = []
@@ -241,5 +438,7 @@ def to_json(setup: Setup, results: Sequence[FileResult]) -> dict[str, Any]:
         if r.analysis is not None:
             entry["transcript"] = str(r.transcript) if r.transcript is not None else None
             entry.update(_analysis_json(r.analysis))
+            entry["label"] = _label_json(r.label)
         recordings.append(entry)
-    return {"version": JSON_VERSION, "settings": setup.describe(), "recordings": recordings}
+    return {"version": JSON_VERSION, "settings": setup.describe(), "summary": summary_json(results),
+            "recordings": recordings}

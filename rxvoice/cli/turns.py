@@ -3,6 +3,8 @@
 A transcript is taken from ``--transcript``, else from ``<name>.transcript.json``
 beside the WAV (``--no-transcript`` ignores it); without one, placeholders
 made from the VAD stand in for the STT (see :mod:`rxvoice.cli.analysis`).
+A ``labels.csv`` beside the recordings (:mod:`rxvoice.cli.labels`) adds each
+file's verdict against its label, and the accuracy.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Transcript, load_transcript
 from ._common import CLIError, choose_model
 from .analysis import Setup, analyze, check_transcript
+from .labels import LABELS_FILE, Label, judge, read_labels
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
 from .wav import read_wav
@@ -34,6 +37,12 @@ With a transcript whose segments carry turn_end labels, a turn that ends
 after a segment labeled false (or inside a segment) is a premature cut-off,
 and a segment labeled true with no turn end before the next segment is a
 missed end.
+
+With a labels.csv beside the recordings (columns file and label, complete
+or incomplete), each file's verdict is compared with its label: complete
+when a stop strategy ended the turn on its own decision, incomplete when it
+waited for a fallback (Smart Turn's 3 s of silence), cut off when a turn
+ended before the speaker's last words; the accuracy is printed.
 
 Without a transcript, each stretch of speech the VAD hears (pauses shorter
 than --stt-delay joined) becomes a finalized "<speech N>" transcript
@@ -76,10 +85,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", help="a .wav file or a folder of them")
-    p.add_argument("--transcript", metavar="T.json",
-                   help="the recording's transcript (segments with text/start/end/turn_end); "
-                        "default: <name>.transcript.json beside it")
-    p.add_argument("--no-transcript", action="store_true", help="ignore a transcript found beside the WAV")
+    words = p.add_mutually_exclusive_group()
+    words.add_argument("--transcript", metavar="T.json",
+                       help="the recording's transcript (segments with text/start/end/turn_end); "
+                            "default: <name>.transcript.json beside it")
+    words.add_argument("--no-transcript", action="store_true", help="ignore a transcript found beside the WAV")
     p.add_argument("--stop", choices=("speech-timeout", "smart-turn"),
                    help="what ends a turn (default: smart-turn when the model is found, else speech-timeout)")
     p.add_argument("--vad", choices=("silero", "webrtc"), default="silero", help="the VAD (default silero)")
@@ -91,7 +101,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--plot", metavar="OUT.png",
                    help="write a timeline PNG (for a folder: a folder to write <name>.png into)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.add_argument("--progress", action="store_true", help="draw the folder progress bar even when not on a terminal")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="the folder progress bar on stderr (default: shown on a terminal, never with --json)")
     p.set_defaults(run=run)
 
 
@@ -103,9 +114,9 @@ def make_setup(args: argparse.Namespace, err: TextIO) -> Setup:
         stop = "smart-turn" if choice.path is not None else "speech-timeout"
         if choice.path is None:
             print(f"note: {choice.problem}: using --stop speech-timeout "
-                  "(install it with `rxvoice model install`)", file=err)
+                  "(`rxvoice model install` gets it)", file=err)
     elif stop == "smart-turn" and choice.path is None:
-        raise CLIError(f"{choice.problem}; install it with `rxvoice model install --from <pipecat-ai wheel or .onnx>`")
+        raise CLIError(f"{choice.problem}; `rxvoice model install` gets it")
     return Setup(
         vad=args.vad, stop=stop, model=choice.path, stt_delay=args.stt_delay, model_latency=args.model_latency,
         speech_timeout=args.speech_timeout, tail=args.tail,
@@ -131,16 +142,27 @@ def _transcript_for(wav: Path, explicit: str | None, ignore: bool) -> Path | Non
     return beside if beside.is_file() else None
 
 
-def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: TextIO, quiet: bool) -> FileResult:
-    """Read, check and analyze one recording."""
+def labels_beside(folder: Path) -> dict[str, Label]:
+    """The rows of ``folder/labels.csv`` (empty when there is none)."""
+    path = folder / LABELS_FILE
+    return read_labels(path) if path.is_file() else {}
+
+
+def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: TextIO, quiet: bool,
+                 label: Label | None = None) -> FileResult:
+    """Read, check and analyze one recording (and judge it against its label, if any)."""
     recording = read_wav(wav)
     if recording.conversions and not quiet:
         print(f"note: {wav.name}: " + "; ".join(recording.conversions), file=err)
+    for warning in recording.warnings:
+        print(f"warning: {wav.name}: {warning}", file=err)
     transcript = None
     if transcript_path is not None:
         transcript = _load_transcript(transcript_path)
         check_transcript(transcript, recording, transcript_path.name)
-    return FileResult(wav, analyze(recording, setup, transcript=transcript), transcript_path)
+    analysis = analyze(recording, setup, transcript=transcript)
+    verdict = judge(analysis, label) if label is not None else None
+    return FileResult(wav, analysis, transcript_path, label=verdict)
 
 
 def _plot(result: FileResult, out: Path) -> None:
@@ -160,7 +182,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.plot is not None and not args.plot.lower().endswith(".png"):
         raise CLIError(f"--plot {args.plot}: give a .png file name")
     setup = make_setup(args, err)
-    result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False)
+    label = labels_beside(path.parent).get(path.name)
+    result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False,
+                          label)
     if args.plot is not None:
         _plot(result, Path(args.plot))
     if args.json:
@@ -184,14 +208,23 @@ def _run_folder(folder: Path, args: argparse.Namespace, out: TextIO, err: TextIO
     plots = Path(args.plot) if args.plot is not None else None
     if plots is not None and plots.exists() and not plots.is_dir():
         raise CLIError(f"--plot {args.plot}: for a folder, give a folder to write the PNGs into")
+    labels = labels_beside(folder)
+    unlisted = sorted(set(labels) - {f.name for f in files})
+    if unlisted:
+        print(f"note: {LABELS_FILE} lists {len(unlisted)} file(s) not in {folder}: {', '.join(unlisted[:3])}"
+              + (" ..." if len(unlisted) > 3 else ""), file=err)
     setup = make_setup(args, err)
-    progress = Progress(len(files), err, force=args.progress)
+    # On a terminal by default, never with --json unless asked for; --progress draws it into a pipe too.
+    progress = Progress(len(files), err, force=args.progress is True,
+                        enabled=args.progress is True or (args.progress is None and not args.json))
     results: list[FileResult] = []
     converted = 0
     for wav in files:
         progress.step(wav.name)
         try:
-            result = analyze_file(wav, setup, _transcript_for(wav, None, args.no_transcript), err, True)
+            with progress.paused():  # a warning about this file does not tear the bar
+                result = analyze_file(wav, setup, _transcript_for(wav, None, args.no_transcript), err, True,
+                                      labels.get(wav.name))
             if result.analysis is not None and result.analysis.recording.conversions:
                 converted += 1
             if plots is not None:

@@ -42,6 +42,8 @@ class Recording:
         source_channels: the file's channel count.
         encoding: what the file held (``"16-bit PCM"``, ``"32-bit float"``, ...).
         conversions: what was done to it, in words (empty when nothing was).
+        warnings: what is wrong with the file but did not stop it being read
+            (a truncated file), in words.
     """
 
     path: Path
@@ -50,6 +52,7 @@ class Recording:
     source_channels: int
     encoding: str
     conversions: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
 
     @property
     def duration(self) -> float:
@@ -57,14 +60,22 @@ class Recording:
         return len(self.samples) / RATE
 
 
-def _chunks(data: bytes, path: Path) -> dict[bytes, bytes]:
-    """The RIFF chunks by id (the first of each); a truncated last chunk keeps what is there."""
+_STREAMING_SIZES = (0xFFFFFFFF, 0x7FFFFFFF, 0x7FFFF000)  # sizes streaming writers leave in headers
+
+
+def _chunks(data: bytes, path: Path, short: dict[bytes, int] | None = None) -> dict[bytes, bytes]:
+    """The RIFF chunks by id (the first of each); a truncated last chunk keeps what is there.
+
+    ``short`` receives, per truncated chunk, the size its header states.
+    """
     chunks: dict[bytes, bytes] = {}
     pos = 12
     while pos + 8 <= len(data):
         cid = data[pos:pos + 4]
         (size,) = struct.unpack_from("<I", data, pos + 4)
         body = data[pos + 8:pos + 8 + size]
+        if len(body) < size and short is not None and cid not in chunks:
+            short[cid] = size
         chunks.setdefault(cid, body)
         pos += 8 + size + (size & 1)
     if b"fmt " not in chunks:
@@ -161,12 +172,21 @@ def read_wav(path: str | Path) -> Recording:
         raise CLIError(f"{p}: big-endian WAV (RIFX) is not supported; convert it to 16-bit PCM")
     if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise CLIError(f"{p}: not a WAV file (no RIFF/WAVE header)")
-    chunks = _chunks(data, p)
+    short: dict[bytes, int] = {}
+    chunks = _chunks(data, p, short)
     tag, channels, rate, bits = _format(chunks[b"fmt "], p)
     values, encoding = _decode(chunks[b"data"], tag, bits, p)
     frames = len(values) // channels
     if frames == 0:
         raise CLIError(f"{p}: the WAV file holds no audio (0 samples)")
+    warnings: list[str] = []
+    stated = short.get(b"data")
+    if stated is not None and stated not in _STREAMING_SIZES:
+        frame_bytes = max(1, channels * max(1, bits // 8))
+        warnings.append(
+            f"truncated: the header promises {stated / frame_bytes / rate:.2f} s of audio ({stated} bytes), "
+            f"the file holds {frames / rate:.2f} s ({len(chunks[b'data'])} bytes); the rest is missing"
+        )
     conversions: list[str] = []
     if encoding != "16-bit PCM":
         conversions.append(f"decoded from {encoding}")
@@ -186,4 +206,4 @@ def read_wav(path: str | Path) -> Recording:
     samples = np.clip(np.rint(mono.astype(np.float64) * 32768.0), -32768, 32767).astype(np.int16)
     if len(samples) == 0:
         raise CLIError(f"{p}: the WAV file holds no audio after resampling")
-    return Recording(p, samples, rate, channels, encoding, tuple(conversions))
+    return Recording(p, samples, rate, channels, encoding, tuple(conversions), tuple(warnings))

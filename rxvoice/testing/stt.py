@@ -76,7 +76,7 @@ def load_transcript(source: str | Path | Mapping[str, Any]) -> Transcript:
         data = source
     if not isinstance(data, Mapping) or not isinstance(data.get("segments"), list):
         raise InvalidTranscriptError('a transcript is an object with a "segments" list')
-    segments = tuple(_segment(s, i) for i, s in enumerate(data["segments"]))
+    segments = tuple(_segment(s, i) for i, s in enumerate(data["segments"], 1))
     for a, b in itertools.pairwise(segments):
         if b.start < a.end:
             raise InvalidTranscriptError(f"segments overlap: {a.text!r} ends after {b.text!r} starts")

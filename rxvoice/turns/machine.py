@@ -1,6 +1,6 @@
 """The turn machine: a user turn's whole life, from the first sound to the answer, in one place.
 
-Every stage that decides the user's turn runs this machine: the user
+Every stage that decides the user's turn runs this turn machine: the user
 aggregator (which also keeps the words), :class:`UserTurnProcessor` and the
 turn-taking detector (which only announce). Read top to bottom, this module
 is the life of a turn; each step is a rule of its own:
@@ -40,7 +40,7 @@ built once in :class:`TurnMachine`, so a feature that is not configured
 :func:`turn_step` makes the machine an accumulator for reactivex's own
 ``ops.scan``::
 
-    source.pipe(ops.timestamp(), ops.scan(turn_step(machine), machine.scan_seed()))
+    source.pipe(ops.timestamp(), ops.scan(turn_step(machine), machine.scan_start()))
 
 .. marble::
     :alt: the machine as a scan over timed frames
@@ -296,7 +296,7 @@ class TurnMachine:
         """A new session's state, talking through ``port``, its words kept by ``words``."""
         return TurnState(self, port, words if words is not None else PassWords(port))
 
-    def scan_seed(self) -> TurnScan:
+    def scan_start(self) -> TurnScan:
         """A fresh accumulator for :func:`turn_step` (one per subscription)."""
         port = RecordingPort(self)
         state = self.open(port)
@@ -874,7 +874,7 @@ def turn_step(machine: TurnMachine) -> Callable[[TurnScan, Any], TurnScan]:
     ``(frame, seconds)`` pairs, :class:`TimerFired` or :class:`ResultBack`;
     each step returns the accumulator with the calls that step made
     (``("emit", frame, direction)``, ``("arm", owner, key, delay)``, ...).
-    Seed it with :meth:`TurnMachine.scan_seed`, per subscription (wrap in
+    Start it with :meth:`TurnMachine.scan_start`, per subscription (wrap in
     ``reactivex.defer``, as ``ops.scan`` itself does, when the observable may
     be subscribed twice). The fused path of the stages calls the very same
     methods.

@@ -1,7 +1,7 @@
 """Where heavy work runs (an end-of-turn model, a summary, a recognizer), and executors for tests.
 
 A stage with work too slow for the session (the user aggregator's
-end-of-turn model, the :class:`~rxvoice.turns.UserTurnProcessor`, the
+end-of-turn model, the :class:`~rxvoice.aggregators.UserTurnProcessor`, the
 turn-taking detector, a speech-to-text stage) hands each job to its
 ``offload``: a callable taking the job and returning a
 :class:`concurrent.futures.Future` of its result. The default is

@@ -109,7 +109,7 @@ def test_transcript_that_does_not_match(without_model: Path, booking_wav: Path, 
     [
         ("{not json", "is not a JSON transcript"),
         ('{"words": []}', 'a transcript is an object with a "segments" list'),
-        ('{"segments": [{"text": "a", "start": 2, "end": 1}]}', "segment 0 ends (1) before it starts (2)"),
+        ('{"segments": [{"text": "a", "start": 2, "end": 1}]}', "segment 1 ends (1) before it starts (2)"),
         ('{"segments": [{"text": 3, "start": 0, "end": 1}]}', "text must be a string"),
     ],
 )

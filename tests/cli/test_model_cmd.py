@@ -1,4 +1,9 @@
-"""`rxvoice model where` and `rxvoice model install`: the Smart Turn model in the cache, nothing downloaded."""
+"""`rxvoice model where` and `rxvoice model install`: the Smart Turn model in the cache.
+
+`install` with no argument asks pip for the pipecat-ai wheel; here pip is
+pointed at a local folder holding a stand-in wheel (``PIP_NO_INDEX``,
+``PIP_FIND_LINKS``), so nothing is downloaded.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ def test_install_from_the_onnx_file_then_found_in_the_cache(without_model: Path,
     r = run_cli("model", "install", "--from", str(smart_turn_model))
     assert r.code == 0, r.err
     cached = without_model / "rxvoice" / MODEL_FILENAME
-    assert r.out.strip() == f"installed {cached} (sha256 ok)"
+    assert r.out.strip() == f"installed {cached} (sha256 ok), from {smart_turn_model}"
     assert find_model() == cached
     assert f"In use: {cached}" in run_cli("model", "where").out
 
@@ -85,8 +90,98 @@ def test_install_problems_are_one_line(without_model: Path, tmp_path: Path) -> N
     )
 
 
-def test_install_without_source_needs_pipecat(without_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No --from and no pipecat installed: says what to pass instead."""
-    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+def make_wheel(folder: Path, model: Path | bytes, version: str = "1.14.0") -> Path:
+    """A minimal pipecat-ai wheel holding ``model`` where the real one keeps it (enough for `pip download`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"pipecat_ai-{version}-py3-none-any.whl"
+    info = f"pipecat_ai-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pipecat/__init__.py", "")
+        if isinstance(model, Path):
+            z.write(model, PIPECAT_WHEEL_MEMBER)
+        else:
+            z.writestr(PIPECAT_WHEEL_MEMBER, model)
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: pipecat-ai\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+@pytest.fixture
+def local_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """pip sees only a local folder (no index, no network); no pipecat package is installed."""
+    folder = tmp_path / "index"
+    folder.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(folder))
+    monkeypatch.setattr("rxvoice.cli.models.installed_pipecat_model", lambda: None)
+    return folder
+
+
+def test_install_with_no_argument_fetches_the_wheel_with_pip(without_model: Path, local_index: Path,
+                                                             smart_turn_model: Path) -> None:
+    """No --from: pip downloads the wheel to a temporary folder, the model is extracted and checked; then a no-op."""
+    make_wheel(local_index, smart_turn_model)
+    r = run_cli("model", "install")
+    assert r.code == 0, r.err
+    cached = without_model / "rxvoice" / MODEL_FILENAME
+    assert r.out.strip() == (f"installed {cached} (sha256 ok), from the pipecat-ai==1.14.0 wheel "
+                             "(downloaded by pip, then deleted)")
+    assert "note: fetching pipecat-ai==1.14.0 with pip" in r.err
+    assert cached.read_bytes() == smart_turn_model.read_bytes()
+    assert find_model() == cached
+    assert sorted(p.name for p in cached.parent.iterdir()) == [MODEL_FILENAME]  # no temporary left behind
+    # Idempotent: the second run finds it and asks pip for nothing (the wheel is gone from the index).
+    (local_index / "pipecat_ai-1.14.0-py3-none-any.whl").unlink()
+    again = run_cli("model", "install")
+    assert again.code == 0, again.err
+    assert again.out.strip() == f"already installed: {cached} (sha256 ok); nothing to do"
+    assert again.err == ""
+
+
+def test_install_with_no_argument_refuses_a_wheel_with_another_model(without_model: Path,
+                                                                      local_index: Path) -> None:
+    """A wheel whose model is not Smart Turn v3.2's: the sha256 mismatch, one line, nothing written."""
+    make_wheel(local_index, b"a different model")
     line = one_line_error(run_cli("model", "install"))
-    assert "pipecat-ai is not installed" in line
+    assert "has sha256" in line and "expected 2bb02631" in line and "pass --no-verify" in line
+    assert not (without_model / "rxvoice").exists() or not any((without_model / "rxvoice").iterdir())
+
+
+def test_install_with_no_argument_when_pip_finds_nothing(without_model: Path, local_index: Path) -> None:
+    """pip cannot get the wheel (offline, no such version): its error and what to do instead, in one line."""
+    make_wheel(local_index, b"x", version="1.13.0")
+    line = one_line_error(run_cli("model", "install"))
+    assert "pip could not download pipecat-ai==1.14.0" in line
+    assert "No matching distribution" in line or "Could not find a version" in line
+    assert "rxvoice model install --from <the .whl>" in line
+
+
+def test_install_with_no_argument_prefers_an_installed_pipecat(without_model: Path, smart_turn_model: Path,
+                                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """pipecat-ai installed (found, never imported): the model is copied from it, pip is not asked."""
+    site = tmp_path / "site"
+    data = site / PIPECAT_WHEEL_MEMBER
+    data.parent.mkdir(parents=True)
+    data.write_bytes(smart_turn_model.read_bytes())
+    (site / "pipecat" / "__init__.py").write_text("raise RuntimeError('imported')\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nothing"))
+    r = run_cli("model", "install")
+    assert r.code == 0, r.err
+    assert r.out.startswith(f"installed {without_model / 'rxvoice' / MODEL_FILENAME} (sha256 ok), "
+                            "from the installed pipecat package")
+    assert r.err == ""
+
+
+def test_install_says_when_the_variable_takes_precedence(without_model: Path, smart_turn_model: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """$RXVOICE_SMART_TURN_MODEL set elsewhere: the install says that file is looked at first."""
+    other = tmp_path / "elsewhere.onnx"
+    other.write_bytes(b"x")
+    monkeypatch.setenv(ENV_VAR, str(other))
+    r = run_cli("model", "install", "--from", str(smart_turn_model))
+    assert r.code == 0, r.err
+    assert f"note: {ENV_VAR}={other} is set and is looked at first" in r.out

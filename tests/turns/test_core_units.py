@@ -214,7 +214,7 @@ def test_the_machine_is_a_scan_accumulator() -> None:
     items = [(VS, 0.0), (F.TranscriptionFrame("hi there", finalized=True), 0.3), (VE, 0.6),
              TimerFired(1, "speech", 1.1)]
     steps = reactivex.defer(lambda _: reactivex.from_iterable(items).pipe(
-        ops.scan(turn_step(machine), machine.scan_seed()))).pipe(ops.to_list()).run()
+        ops.scan(turn_step(machine), machine.scan_start()))).pipe(ops.to_list()).run()
     opened = [step.open for step in steps]
     assert opened == [True, True, True, False]
     assert ("arm", 1, "speech", 0.5) in steps[2].calls

@@ -1,7 +1,7 @@
 """The end-of-turn audio buffer: what Smart Turn should hear, and the silence fallback.
 
-This is Pipecat's ``BaseSmartTurn`` buffering (pipecat-behavior §6.2, seed
-§1.5), made pure and deterministic: time is counted in **samples received**,
+This is Pipecat's ``BaseSmartTurn`` buffering (as in Pipecat 1.14 and jargo), made
+pure and deterministic: time is counted in **samples received**,
 not read from a clock, so a recording replayed at any speed (or a marble test
 in virtual time) gives the same segments and the same decisions. A chunk's
 time is the moment it has fully arrived, i.e. the sample count after it,

@@ -2,7 +2,7 @@
 
 Smart Turn v3 is a Whisper-tiny encoder with a classifier head, so it must
 see exactly the features HF ``WhisperFeatureExtractor(chunk_length=8)``
-produces, or its probabilities drift. The recipe (pipecat-behavior §6.4):
+produces, or its probabilities drift. The recipe (Pipecat 1.14's):
 
 1. the last 8 s at 16 kHz (128 000 samples), zero-padded at the front;
 2. zero-mean / unit-variance over the whole buffer, in float32

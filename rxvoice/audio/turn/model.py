@@ -31,17 +31,21 @@ __all__ = [
     "ENV_VAR",
     "MODEL_FILENAME",
     "MODEL_SHA256",
+    "PIPECAT_REQUIREMENT",
     "PIPECAT_WHEEL_MEMBER",
     "cache_dir",
     "cached_model_path",
     "find_model",
     "install_model",
+    "installed_pipecat_model",
     "sha256_file",
 ]
 
 MODEL_FILENAME = "smart-turn-v3.2-cpu.onnx"
 MODEL_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
 ENV_VAR = "RXVOICE_SMART_TURN_MODEL"
+PIPECAT_REQUIREMENT = "pipecat-ai==1.14.0"
+"""The published wheel that ships this exact build of the model (``rxvoice model install`` asks pip for it)."""
 PIPECAT_WHEEL_MEMBER = f"pipecat/audio/turn/smart_turn/data/{MODEL_FILENAME}"
 _PACKAGE_MEMBER = f"audio/turn/smart_turn/data/{MODEL_FILENAME}"
 
@@ -60,12 +64,12 @@ def cached_model_path() -> Path:
 
 def _how_to_get(destination: Path) -> str:
     return (
-        f"Put {MODEL_FILENAME} at {destination} (or pass model_path=..., or set {ENV_VAR}). "
-        "It ships inside the pipecat-ai wheel on PyPI as "
-        f"{PIPECAT_WHEEL_MEMBER}: `pip download --no-deps pipecat-ai==1.14.0` and then "
-        "rxvoice.audio.turn.install_model('<the .whl>') copies it there; with pipecat-ai "
-        "installed, install_model() with no argument does. It is also published in the "
-        f"pipecat-ai/smart-turn-v3 repository on Hugging Face. sha256 {MODEL_SHA256}."
+        f"Run `rxvoice model install`: it asks pip for the {PIPECAT_REQUIREMENT} wheel that ships the model, "
+        f"checks its sha256 and puts {MODEL_FILENAME} at {destination} (or pass model_path=..., or set "
+        f"{ENV_VAR}). By hand: `pip download --no-deps {PIPECAT_REQUIREMENT}` and then "
+        "rxvoice.audio.turn.install_model('<the .whl>') copies it there (the wheel holds it as "
+        f"{PIPECAT_WHEEL_MEMBER}); with pipecat-ai installed, install_model() with no argument does. It is "
+        f"also published in the pipecat-ai/smart-turn-v3 repository on Hugging Face. sha256 {MODEL_SHA256}."
     )
 
 
@@ -109,6 +113,14 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def installed_pipecat_model() -> Path | None:
+    """The model inside an installed ``pipecat`` package, found without importing it; None when there is none."""
+    try:
+        return _installed_pipecat_model()
+    except ModelNotFoundError:
+        return None
 
 
 def _installed_pipecat_model() -> Path:
@@ -196,6 +208,7 @@ def install_model(
                     f"the model from {origin} has sha256 {digest}, expected {MODEL_SHA256}; "
                     "pass verify=False to install another Smart Turn build on purpose"
                 )
+        os.chmod(temp, 0o644)  # mkstemp's 0600 would hide a shared model from other users
         os.replace(temp, target)
     finally:
         temp.unlink(missing_ok=True)
