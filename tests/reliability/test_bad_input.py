@@ -158,10 +158,12 @@ def tool_call_in_progress_twice(_tmp: Path) -> None:
 
 @case
 def tool_call_arguments_not_json(_tmp: Path) -> None:
-    run = converse([(0.1, F.FunctionCallInProgressFrame("lookup", "c1", {"when": object()}))])
-    assert [type(e) for e in run.errors] == [InvalidToolCallError]
-    assert "not JSON-serializable" in str(run.errors[0])
-    assert not any(m.get("tool_calls") for m in run.pair.context().messages)
+    with pytest.raises(InvalidToolCallError, match="arguments must be JSON data"):
+        F.FunctionCallInProgressFrame("lookup", "c1", {"when": object()})
+    ctx = LLMContext()
+    with pytest.raises(InvalidToolCallError, match="not JSON-serializable"):
+        ctx.add_assistant_tool_call("c1", "lookup", {"when": object()})
+    assert len(ctx.messages) == 0
 
 
 @case
