@@ -25,7 +25,6 @@ check costs the same at ten messages or a hundred thousand.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from reactivex.subject import BehaviorSubject
 
 from ._subjects import ContainedBehaviorSubject
 from .errors import InvalidMessageError, InvalidToolCallError
+from .text.blank import repair_surrogates
 
 __all__ = [
     "IN_PROGRESS",
@@ -252,11 +252,8 @@ def estimate_message_tokens(message: Any) -> int:
     return tokens
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _has_surrogate(text: str) -> bool:
-    return not text.isascii() and _SURROGATE.search(text) is not None
+    return not text.isascii() and repair_surrogates(text) is not text
 
 
 def _json_problem(value: Any, path: str) -> str | None:

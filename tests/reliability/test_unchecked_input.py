@@ -337,3 +337,14 @@ def test_frames_and_summarization_import_nothing_above_them() -> None:
 
     assert imported("frames.py") <= {"errors", "text"}
     assert imported("summarization.py") <= {"context", "errors"}
+
+
+def test_streamed_tool_arguments_with_nan_are_an_error_of_the_call() -> None:
+    """Python's json reads NaN and Infinity; a model that streams them gets its call answered with an error
+    (as for any invalid arguments), instead of a frame that cannot be made."""
+    from rxvoice.services.chat_stream import parse_arguments
+
+    for raw in ('{"x": NaN}', '{"x": Infinity}', '{"x": -Infinity}'):
+        with pytest.raises(InvalidToolCallError, match="not valid JSON"):
+            parse_arguments(raw)
+    assert parse_arguments('{"x": 1.5}') == {"x": 1.5}
