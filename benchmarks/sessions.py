@@ -5,6 +5,8 @@ Run from the repository root (the ``rxvoice`` venv is enough)::
     python benchmarks/sessions.py                        # 200 sessions, the whole demo call (14.6 s) each
     python benchmarks/sessions.py --sessions 50 --clip 6.8 10.3
     python benchmarks/sessions.py --sessions 200 --clip 6.8 10.3 --rounds 3   # memory from round to round
+    python benchmarks/sessions.py --per-frame               # CPU per frame at 10, 100 and 1,000 sessions
+    python benchmarks/sessions.py --per-frame --gc off      # the same with the cyclic garbage collector off
 
 Each session is its own ``pipeline(VADProcessor, pair.user(), ScriptedLLM,
 Speaker, pair.assistant())`` with its own pair, timers and Silero stream; the
@@ -31,6 +33,21 @@ The last line is machine-readable::
 
     sessions=<n> ok=<bool> wall_s=<s> lag_ms=<ms> live_timers=<n> extra_threads=<n> leftover=<n>
     rss_delta_kib=<kib> rss_trimmed_delta_kib=<kib> heap_delta_blocks=<n>
+
+``--per-frame`` measures instead what one frame costs as the number of live sessions grows, with the same
+work per session: 10, 100 and 1,000 sessions (``--counts``) on one asyncio loop in virtual time
+(``rxvoice.testing.VirtualTimeLoop``, so 1,000 sessions take their 10 s of conversation without falling
+behind), each its own ``pipeline(pair.user(), ScriptedLLM, Speaker, pair.assistant())`` on the loop's
+scheduler, fed five turns (VAD start, an interim, five 20 ms audio chunks, the final transcript, VAD stop;
+the scripted answer streams at 20 ms a token), the sessions' turns staggered over one second. The cost is the
+process CPU time of the feeding and answering over the frames fed; the time the cyclic garbage collector spent
+inside that window (``gc.callbacks``, CPU time) is reported beside it. ``--stagger 1`` starts every session's
+turns on the same tick (the loop then runs fewer, fuller iterations). ``--gc off`` disables the collector and
+``--gc freeze`` moves what exists once the sessions are built to the permanent generation (``gc.freeze``).
+Its last line::
+
+    per_frame_us_10=<us> per_frame_us_100=<us> per_frame_us_1000=<us> growth=<x> growth_outside_gc=<x>
+    gc_share_1000=<fraction>
 """
 
 from __future__ import annotations
@@ -45,6 +62,7 @@ import asyncio  # noqa: E402
 import gc  # noqa: E402
 import importlib.resources  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -68,7 +86,7 @@ from rxvoice.context import ContextSnapshot  # noqa: E402
 from rxvoice.pipeline import loop_scheduler  # noqa: E402
 from rxvoice.testing import Reply, ScriptedLLM  # noqa: E402
 
-__all__ = ["SessionsResult", "live_timers", "run_sessions"]
+__all__ = ["PerFrameResult", "SessionsResult", "live_timers", "per_frame_costs", "run_sessions"]
 
 CHUNK_SECONDS = 0.02
 CHUNK_SAMPLES = 320
@@ -341,6 +359,143 @@ async def _warm_up(loop: asyncio.AbstractEventLoop, pcm: bytes, segments: list[t
     await asyncio.sleep(0)
 
 
+# -- per-frame cost against the number of sessions ------------------------------------------------------------------
+
+PER_FRAME_TURNS = 5
+TURN_TICKS = 100  # 2 s a turn, 20 ms a tick
+
+
+@dataclass
+class PerFrameResult:
+    """CPU per frame fed, at ``sessions`` live sessions."""
+
+    sessions: int
+    frames: int = 0
+    cpu_seconds: float = 0.0
+    gc_seconds: float = 0.0
+    full_collections: int = 0
+    answered: int = 0
+
+    @property
+    def us_per_frame(self) -> float:
+        return 1e6 * self.cpu_seconds / self.frames if self.frames else math.nan
+
+    @property
+    def gc_us_per_frame(self) -> float:
+        """The garbage collector's part of :attr:`us_per_frame`."""
+        return 1e6 * self.gc_seconds / self.frames if self.frames else math.nan
+
+    @property
+    def gc_share(self) -> float:
+        return self.gc_seconds / self.cpu_seconds if self.cpu_seconds else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.answered == self.sessions
+
+
+def _turn_frames(turn: int) -> list[tuple[int, F.Frame]]:
+    """One user turn as (tick offset, frame)."""
+    chunk = F.InputAudioRawFrame(b"\x00\x00" * CHUNK_SAMPLES)
+    words = f"turn {turn} please book a table"
+    frames: list[tuple[int, F.Frame]] = [(0, F.VADUserStartedSpeakingFrame(0.2, 0.0)),
+                                         (1, F.InterimTranscriptionFrame(words[:6]))]
+    frames += [(2 + k, chunk) for k in range(5)]
+    frames += [(8, F.TranscriptionFrame(words, finalized=True)), (9, F.VADUserStoppedSpeakingFrame(0.2, 0.0))]
+    return frames
+
+
+async def _per_frame(n: int, collector: str, stagger: int) -> PerFrameResult:
+    loop = asyncio.get_running_loop()
+    scheduler = loop_scheduler(loop)
+    result = PerFrameResult(n)
+    inputs: list[Subject[F.Frame]] = []
+    pairs: list[Pair] = []
+    subscriptions: list[abc.DisposableBase] = []
+    for _ in range(n):
+        pair = Pair(LLMContext([{"role": "system", "content": "Be brief."}]))
+        source: Subject[F.Frame] = Subject()
+        stage = pipeline(pair.user(), ScriptedLLM(lambda _s: Reply("Sure, a table for two."), token_delay=0.02),
+                         Speaker(), pair.assistant())
+        down, _up = stage.duplex(source, Subject())
+        subscriptions.append(down.subscribe(lambda _f: None, scheduler=scheduler))
+        inputs.append(source)
+        pairs.append(pair)
+    plan: dict[int, list[tuple[int, F.Frame]]] = {}
+    for i in range(n):
+        offset = (i * 7) % max(1, stagger)
+        for turn in range(PER_FRAME_TURNS):
+            for tick, frame in _turn_frames(turn):
+                plan.setdefault(offset + turn * TURN_TICKS + tick, []).append((i, frame))
+    gc.collect()
+    if collector == "freeze":
+        gc.freeze()
+    elif collector == "off":
+        gc.disable()
+    spent = [0.0, 0.0]
+    full = [0]
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            spent[1] = time.process_time()
+        else:
+            spent[0] += time.process_time() - spent[1]
+            full[0] += info["generation"] == 2
+
+    gc.callbacks.append(watch)
+    cpu0 = time.process_time()
+    t0 = loop.time()
+    try:
+        for tick in range(max(plan) + 1):
+            delay = t0 + tick * CHUNK_SECONDS - loop.time()
+            await asyncio.sleep(max(0.0, delay))
+            for i, frame in plan.get(tick, ()):
+                inputs[i].on_next(frame)
+                result.frames += 1
+        await asyncio.sleep(3.0)  # the last answers
+        result.cpu_seconds = time.process_time() - cpu0
+    finally:
+        gc.callbacks.remove(watch)
+        gc.enable()
+        if collector == "freeze":
+            gc.unfreeze()
+    result.gc_seconds, result.full_collections = spent[0], full[0]
+    result.answered = sum(
+        1 for p in pairs if sum(1 for m in p.context().messages if m["role"] == "assistant") == PER_FRAME_TURNS)
+    for subscription in subscriptions:
+        subscription.dispose()
+    return result
+
+
+def per_frame_costs(counts: tuple[int, ...] = (10, 100, 1000), collector: str = "on",
+                    stagger: int = 50) -> list[PerFrameResult]:
+    """The CPU cost of one frame at each number of live sessions (each count in a fresh virtual-time loop).
+
+    ``stagger``: the sessions' turns start over this many 20 ms ticks (1: all in lockstep).
+    """
+    from rxvoice.testing import run_virtual
+
+    results = []
+    for n in counts:
+        gc.collect()
+        results.append(run_virtual(_per_frame(n, collector, stagger)))
+    return results
+
+
+def _report_per_frame(results: list[PerFrameResult]) -> bool:
+    for r in results:
+        print(f"{r.sessions:>5} sessions: {r.frames} frames, {r.us_per_frame:7.1f} µs/frame CPU, of which "
+              f"{r.gc_us_per_frame:6.1f} in the garbage collector ({r.full_collections} full collections) and "
+              f"{r.us_per_frame - r.gc_us_per_frame:6.1f} elsewhere; {r.answered}/{r.sessions} sessions answered "
+              "every turn")
+    first, last = results[0], results[-1]
+    elsewhere = (last.us_per_frame - last.gc_us_per_frame) / (first.us_per_frame - first.gc_us_per_frame)
+    print(" ".join(f"per_frame_us_{r.sessions}={r.us_per_frame:.1f}" for r in results)
+          + f" growth={last.us_per_frame / first.us_per_frame:.2f} growth_outside_gc={elsewhere:.2f}"
+          + f" gc_share_{last.sessions}={last.gc_share:.2f}")
+    return all(r.ok for r in results)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
@@ -349,7 +504,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=1.0, help="times faster than real time")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run it this many times in one process (memory must not grow from round to round)")
+    parser.add_argument("--per-frame", action="store_true",
+                        help="measure the CPU cost of a frame at 10, 100 and 1,000 live sessions instead")
+    parser.add_argument("--counts", type=int, nargs="+", default=[10, 100, 1000],
+                        help="session counts for --per-frame")
+    parser.add_argument("--gc", choices=("on", "off", "freeze"), default="on",
+                        help="the cyclic garbage collector during --per-frame")
+    parser.add_argument("--stagger", type=int, default=50,
+                        help="--per-frame: the sessions' turns start over this many 20 ms ticks (1: lockstep)")
     args = parser.parse_args(argv)
+    if args.per_frame:
+        return 0 if _report_per_frame(per_frame_costs(tuple(args.counts), args.gc, args.stagger)) else 1
     clip = tuple(args.clip) if args.clip else None
     ok = True
     for round_ in range(1, args.rounds + 1):

@@ -13,6 +13,13 @@ its verdicts arriving 50 ms (virtual) after each pause; without the model
 (see ``rxvoice model where``) a 0.6 s speech timeout ends turns instead, and
 the mid-sentence pause cuts the caller off.
 
+A finite recording ends as a live call would: after the audio, the clock runs
+on in silence long enough for the stop watchdog (``stop_timeout``, 5 s) to
+close a turn the model judged unfinished, and only then does the session end
+(``EndFrame``), closing whatever is still open. Each turn is printed with the
+rule that ended it: the stop strategy's name, the stop timeout, or the end of
+the recording.
+
 Run: ``python examples/recording.py [WAV TRANSCRIPT.json]`` (16 kHz mono 16-bit;
 ``rxvoice turns`` converts other formats).
 """
@@ -80,7 +87,7 @@ def reply(snapshot: ContextSnapshot) -> Reply:
 
 
 def main(argv: Sequence[str] | None = None) -> LLMContext:
-    """Play the recording; print each turn as it ends and the conversation; return it."""
+    """Play the recording; print each turn (when, and by which rule, it ended) and the conversation; return it."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("wav", nargs="?", type=Path, help="a 16 kHz mono 16-bit WAV (default: the demo call)")
     parser.add_argument("transcript", nargs="?", type=Path, help="its transcript JSON")
@@ -94,25 +101,40 @@ def main(argv: Sequence[str] | None = None) -> LLMContext:
 
     stop, vad_params, how = stop_strategy()
     context = LLMContext(messages=[{"role": "system", "content": "Be brief."}])
-    pair = Pair(context, turns=TurnsConfig(stop=[stop]))
+    turns = TurnsConfig(stop=[stop])
+    pair = Pair(context, turns=turns)
     bench = FrameMarbles()  # a TestScheduler: virtual time
     pair.user().offload = SchedulerOffload(bench.scheduler, MODEL_LATENCY)  # the verdicts' latency
     vad = VADProcessor(lambda: SileroVADAnalyzer(params=vad_params))
     print(f"{len(samples) / 16000:.1f} s of audio; turns end by {how}")
 
-    @pair.user().events.on("on_user_turn_stopped")
-    def turn_over(_agg: object, turn: UserTurnStopped) -> None:
-        now = bench.scheduler.clock
-        spoken = [s.end for s in transcript.segments if s.end <= now]
-        after = f", {now - spoken[-1]:.2f} s after speech" if spoken else ""
-        decided = turn.strategy.name if turn.strategy is not None else "the end of the recording"
-        print(f"  {now:6.2f} s  user turn over ({decided}{after}): {turn.content!r}")
+    ended: list[tuple[float, UserTurnStopped]] = []
+    timeouts: set[float] = set()
+    pair.user().events.on("on_user_turn_stopped", lambda _agg, turn: ended.append((bench.scheduler.clock, turn)))
+    pair.user().events.on("on_user_turn_stop_timeout", lambda *_: timeouts.add(bench.scheduler.clock))
 
+    # The audio and 2 s of silence; then silence long enough for the watchdog to close an unfinished turn;
+    # then the end of the session.
+    timeline = audio_timeline(samples)
+    end_at = timeline[-1][0] + turns.stop_timeout + 1.0
     frames = reactivex.merge(
-        bench.from_timeline(audio_timeline(samples)), replay_transcript(transcript, delay=STT_DELAY)
+        bench.from_timeline([*timeline, (end_at, F.EndFrame())]), replay_transcript(transcript, delay=STT_DELAY)
     )
     stage = pipeline(vad, pair.user(), ScriptedLLM(reply), pair.assistant())
-    bench.run(stage, down=frames, until=len(samples) / 16000 + 2.5)
+    bench.run(stage, down=frames, until=end_at + 1.0)
+
+    for when, turn in ended:
+        spoken = [s.end for s in transcript.segments if s.end <= when]
+        after = f", {when - spoken[-1]:.2f} s after speech" if spoken else ""
+        if turn.strategy is not None:
+            rule = turn.strategy.name
+        elif when in timeouts:
+            rule = f"the {turns.stop_timeout:g} s stop timeout"
+        elif when >= end_at:
+            rule = "the end of the recording"
+        else:
+            rule = "no strategy"
+        print(f"  {when:6.2f} s  user turn over ({rule}{after}): {turn.content!r}")
 
     print("conversation:")
     for m in context.messages:

@@ -6,6 +6,20 @@ it, so a subscriber (a transcript view, persistence, a test) sees every state
 the conversation passed through, and nothing anyone was handed can change
 under them. Messages are OpenAI-shaped dicts, frozen: they compare equal to
 plain dicts and lists and serialize with ``json.dumps``, but refuse mutation.
+
+Every write is validated before anything is published, and a refused write
+raises :class:`~rxvoice.errors.InvalidMessageError` (or
+:class:`~rxvoice.errors.InvalidToolCallError`) naming the message and the
+field: an unknown role, content that is neither text nor a list of parts, a
+part that is not a mapping, a text part whose ``text`` is not a string, an
+image part without a URL, tool-call arguments that are not a JSON object, a
+tool result for a call the conversation never made, or any value that is not
+strict JSON (a set, bytes, an object, NaN, a lone surrogate that UTF-8 cannot
+encode). So the conversation is always a valid chat-completions body.
+
+Each snapshot's messages also keep a running token estimate
+(:attr:`Messages.tokens`), updated as messages are appended, so a threshold
+check costs the same at ten messages or a hundred thousand.
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ from reactivex.subject import BehaviorSubject
 
 from ._subjects import ContainedBehaviorSubject
 from .errors import InvalidMessageError, InvalidToolCallError
+from .text.blank import repair_surrogates
 
 __all__ = [
     "IN_PROGRESS",
@@ -99,34 +114,60 @@ class Messages(Sequence[Any]):
     compares equal to a list or tuple with the same messages.
     """
 
-    __slots__ = ("_items", "_n")
+    __slots__ = ("_cum", "_items", "_n")
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         self._items: list[Any] = list(items)
         self._n = len(self._items)
+        cum = [0]
+        total = 0
+        for m in self._items:
+            total += estimate_message_tokens(m)
+            cum.append(total)
+        self._cum: list[int] = cum
 
     @classmethod
-    def _view(cls, items: list[Any], n: int) -> Messages:
+    def _view(cls, items: list[Any], n: int, cum: list[int]) -> Messages:
         view = cls.__new__(cls)
         view._items = items
         view._n = n
+        view._cum = cum
         return view
+
+    @property
+    def tokens(self) -> int:
+        """The estimated tokens of these messages (:func:`rxvoice.summarization.estimate_context_tokens`), O(1)."""
+        return self._cum[self._n]
 
     def appended(self, *messages: Any) -> Messages:
         """A new sequence with ``messages`` added (sharing storage when nothing grew past this one)."""
-        items = self._items
-        if len(items) == self._n:
-            items.extend(messages)
-            return Messages._view(items, self._n + len(messages))
-        fresh = items[: self._n]
-        fresh.extend(messages)
-        return Messages._view(fresh, len(fresh))
+        items, n = self._items, self._n
+        if len(items) == n:
+            cum = self._cum
+        else:
+            items = items[:n]
+            cum = self._cum[: n + 1]
+        items.extend(messages)
+        total = cum[-1]
+        for m in messages:
+            total += estimate_message_tokens(m)
+            cum.append(total)
+        return Messages._view(items, len(items), cum)
 
     def replaced(self, index: int, message: Any) -> Messages:
         """A new sequence with the message at ``index`` replaced."""
-        fresh = self._items[: self._n]
+        n = self._n
+        if index < 0:
+            index += n
+        fresh = self._items[:n]
+        old = fresh[index]
         fresh[index] = message
-        return Messages._view(fresh, len(fresh))
+        cum = self._cum[: n + 1]
+        delta = estimate_message_tokens(message) - estimate_message_tokens(old)
+        if delta:
+            for j in range(index + 1, n + 1):
+                cum[j] += delta
+        return Messages._view(fresh, n, cum)
 
     def __len__(self) -> int:
         return self._n
@@ -170,6 +211,104 @@ class Messages(Sequence[Any]):
     def to_list(self) -> list[dict[str, Any]]:
         """Plain, mutable copies of the messages."""
         return thaw(list(self))  # type: ignore[no-any-return]
+
+
+def estimate_text_tokens(text: str) -> int:
+    """A rough token count: four characters a token.
+
+    Examples:
+        >>> estimate_text_tokens("Hello world"), estimate_text_tokens("This is a test message")
+        (2, 5)
+    """
+    return len(text) // 4
+
+
+def estimate_message_tokens(message: Any) -> int:
+    """A message's estimated tokens: 10 overhead, its text, its tool calls, 10 more for a tool result.
+
+    Images count 500 each; provider-specific messages count nothing.
+    """
+    if not isinstance(message, Mapping):
+        return 0
+    tokens = 10
+    content = message.get("content")
+    if isinstance(content, str):
+        tokens += len(content) // 4
+    elif isinstance(content, list | tuple):
+        for part in content:
+            if not isinstance(part, Mapping):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                tokens += len(str(part.get("text", ""))) // 4
+            elif kind in ("image_url", "image"):
+                tokens += 500
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(fn, Mapping):
+            tokens += len(str(fn.get("name", "")) + str(fn.get("arguments", ""))) // 4
+    if "tool_call_id" in message:
+        tokens += 10
+    return tokens
+
+
+def _has_surrogate(text: str) -> bool:
+    return not text.isascii() and repair_surrogates(text) is not text
+
+
+def _json_problem(value: Any, path: str) -> str | None:
+    """Where and why ``value`` is not strict JSON (``None`` when it is): the first bad field found."""
+    if value is None or value is True or value is False or type(value) is int:
+        return None
+    if isinstance(value, str):
+        return f"{path} holds a lone surrogate, which UTF-8 cannot encode" if _has_surrogate(value) else None
+    if isinstance(value, float):
+        return None if value == value and value not in (float("inf"), float("-inf")) else f"{path} is {value!r}"
+    if isinstance(value, int):
+        return None
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"{path} has a key that is not a string: {k!r}"
+            problem = _json_problem(v, f"{path}.{k}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            problem = _json_problem(v, f"{path}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    return f"{path} is a {type(value).__name__}, not JSON data ({value!r:.60})"
+
+
+def _check_json_message(message: Mapping[str, Any], where: str) -> None:
+    try:
+        json.dumps(message, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        problem = _json_problem(message, "message") or str(exc)
+        raise InvalidMessageError(f"{where}: {problem}; the conversation must be strict JSON") from None
+
+
+def _check_parts(content: list[Any] | tuple[Any, ...], where: str) -> None:
+    for i, part in enumerate(content):
+        field_ = f"content[{i}]"
+        if not isinstance(part, Mapping):
+            raise InvalidMessageError(f"{where}: {field_} must be a mapping part ({{'type': ...}}), got {part!r:.60}")
+        kind = part.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise InvalidMessageError(f"{where}: {field_}.type must be a non-empty string, got {kind!r}")
+        if kind == "text" and not isinstance(part.get("text"), str):
+            raise InvalidMessageError(f"{where}: {field_}.text must be a string, got {part.get('text')!r:.60}")
+        if kind == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, Mapping) else None
+            if not isinstance(url, str) or not url:
+                raise InvalidMessageError(
+                    f"{where}: {field_}.image_url.url must be a non-empty string (an image part needs a URL), "
+                    f"got {image!r:.60}"
+                )
 
 
 def freeze(value: Any) -> Any:
@@ -309,43 +448,104 @@ def _check_tool_call(call: Any) -> FrozenDict:
     if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn.get("name"):
         raise InvalidToolCallError(f"a tool call needs function.name: {dict(call)!r}")
     args = fn.get("arguments", "{}")
-    if not isinstance(args, str):
+    if isinstance(args, str):
         try:
-            args = json.dumps(args, ensure_ascii=False)
+            parsed = json.loads(args) if args.strip() else {}
+        except ValueError:
+            raise InvalidToolCallError(f"tool call arguments are a string that is not JSON: {args[:80]!r}") from None
+        if not isinstance(parsed, dict):
+            raise InvalidToolCallError(f"tool call arguments must be a JSON object, got {args[:80]!r}")
+        args = args if args.strip() else "{}"
+    elif isinstance(args, Mapping):
+        try:
+            args = json.dumps(dict(args), ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidToolCallError(f"tool call arguments are not JSON-serializable: {exc}") from exc
+    else:
+        raise InvalidToolCallError(
+            f"tool call arguments must be a mapping (or a string holding a JSON object), got {args!r:.80}"
+        )
     return freeze(  # type: ignore[no-any-return]
         {"id": call["id"], "type": call.get("type", "function"),
          "function": {"name": fn["name"], "arguments": args}}
     )
 
 
-def check_message(message: Any) -> Message:
-    """Validate and freeze one message; raises :class:`InvalidMessageError`."""
+def check_message(message: Any, where: str | None = None) -> Message:
+    """Validate and freeze one message; raises :class:`InvalidMessageError` naming ``where`` and the field."""
     if isinstance(message, LLMSpecificMessage):
         return message
     if not isinstance(message, Mapping):
-        raise InvalidMessageError(f"a message must be a mapping, got {type(message).__name__}")
+        raise InvalidMessageError(f"{where or 'a message'} must be a mapping, got {type(message).__name__}")
     role = message.get("role")
     if role not in ROLES:
-        raise InvalidMessageError(f"unknown message role {role!r}; expected one of {sorted(ROLES)}")
+        raise InvalidMessageError(
+            f"{where or 'a message'}: unknown message role {role!r}; expected one of {sorted(ROLES)}"
+        )
+    where = where or f"a {role} message"
     content = message.get("content")
     if content is not None and not isinstance(content, str | list | tuple):
-        raise InvalidMessageError(f"message content must be a string or a list of parts, got {content!r}")
+        raise InvalidMessageError(f"{where}: content must be a string or a list of parts, got {content!r:.60}")
+    if isinstance(content, list | tuple):
+        _check_parts(content, where)
     if role == "tool" and (not isinstance(message.get("tool_call_id"), str) or not message.get("tool_call_id")):
-        raise InvalidToolCallError("a tool message needs a tool_call_id")
+        raise InvalidToolCallError(f"{where}: a tool message needs a tool_call_id")
     if "tool_calls" in message and message["tool_calls"] is not None:
         if role != "assistant":
-            raise InvalidToolCallError("only assistant messages carry tool_calls")
+            raise InvalidToolCallError(f"{where}: only assistant messages carry tool_calls")
         calls = message["tool_calls"]
         if not isinstance(calls, list | tuple) or not calls:
-            raise InvalidToolCallError("tool_calls must be a non-empty list")
+            raise InvalidToolCallError(f"{where}: tool_calls must be a non-empty list")
         fixed = dict(message)
-        fixed["tool_calls"] = [_check_tool_call(c) for c in calls]
+        try:
+            fixed["tool_calls"] = [_check_tool_call(c) for c in calls]
+        except InvalidToolCallError as exc:
+            raise InvalidToolCallError(f"{where}: {exc}") from None
+        _check_json_message(fixed, where)
         return freeze(fixed)  # type: ignore[no-any-return]
     if content is None and role != "assistant":
-        raise InvalidMessageError(f"a {role} message needs content")
+        raise InvalidMessageError(f"{where}: a {role} message needs content")
+    _check_json_message(message, where)
     return freeze(message)  # type: ignore[no-any-return]
+
+
+def _call_ids(message: Any) -> Iterator[str]:
+    if isinstance(message, Mapping) and message.get("role") == "assistant":
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                yield call["id"]
+
+
+def _answers_a_call(existing: Sequence[Any], call_id: str) -> bool:
+    """Whether ``existing`` holds the assistant tool call ``call_id`` (searched from the end: it is usually close)."""
+    for i in range(len(existing) - 1, -1, -1):
+        m = existing[i]
+        if isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("tool_calls"):
+            for call in m["tool_calls"]:
+                if isinstance(call, Mapping) and call.get("id") == call_id:
+                    return True
+    return False
+
+
+def _check_batch(existing: Sequence[Any], messages: Iterable[Any]) -> list[Message]:
+    """Validate messages written after ``existing``: each on its own, and each tool result answers a call."""
+    checked: list[Message] = []
+    seen: set[str] = set()
+    items = list(messages)
+    for i, m in enumerate(items):
+        where = f"message {i} of {len(items)}" if len(items) > 1 else None
+        frozen = check_message(m, where)
+        if isinstance(frozen, Mapping):
+            if frozen.get("role") == "tool":
+                call_id = frozen["tool_call_id"]
+                if call_id not in seen and not _answers_a_call(existing, call_id):
+                    raise InvalidToolCallError(
+                        f"{where or 'a tool message'}: tool_call_id {call_id!r} answers no tool call of the "
+                        "conversation (write the assistant's tool call first)"
+                    )
+            seen.update(_call_ids(frozen))
+        checked.append(frozen)
+    return checked
 
 
 # ---------------------------------------------------------------------------
@@ -457,12 +657,28 @@ class ContextSnapshot:
 
 def _text_message(message: FrozenDict, text: object) -> FrozenDict:
     if not isinstance(text, str):
-        raise InvalidMessageError(f"message content must be a string, got {type(text).__name__}")
+        raise InvalidMessageError(
+            f"a {message['role']} message: content must be a string, got {type(text).__name__}"
+        )
+    if _has_surrogate(text):
+        raise InvalidMessageError(
+            f"a {message['role']} message: content holds a lone surrogate, which UTF-8 cannot encode "
+            "(rxvoice.text.repair_surrogates fixes it)"
+        )
     return message
 
 
 def _frozen_messages(messages: Iterable[Any]) -> Messages:
-    return Messages(check_message(m) for m in messages)
+    return Messages(_check_batch((), messages))
+
+
+def _system_prompt(messages: Sequence[Any]) -> Any:
+    """The conversation's system prompt: its first message when that is a system message, else ``None``."""
+    if messages:
+        first = messages[0]
+        if isinstance(first, Mapping) and first.get("role") == "system":
+            return first
+    return None
 
 
 class LLMContext:
@@ -550,15 +766,11 @@ class LLMContext:
             self._subject.on_next(new)
             return new
 
-    def _write_messages(self, messages: Messages) -> None:
-        self.update(lambda s: ContextSnapshot(messages, s.tools, s.tool_choice))
-
     # -- writes ------------------------------------------------------------
 
     def add_message(self, message: Mapping[str, Any] | LLMSpecificMessage) -> None:
         """Append one message (validated; raises :class:`InvalidMessageError`)."""
-        checked = check_message(message)
-        self.update(lambda s: ContextSnapshot(s.messages.appended(checked), s.tools, s.tool_choice))
+        self.add_messages([message])
 
     def _append(self, message: FrozenDict) -> None:
         """Append a message built (and so already valid) by one of the helpers below."""
@@ -569,15 +781,34 @@ class LLMContext:
 
     def add_messages(self, messages: Iterable[Mapping[str, Any] | LLMSpecificMessage]) -> None:
         """Append several messages in one write; none is written if any is invalid."""
-        checked = [check_message(m) for m in messages]
-        if checked:
-            self.update(
-                lambda s: ContextSnapshot(s.messages.appended(*checked), s.tools, s.tool_choice)
-            )
+        batch = list(messages)
+        if not batch:
+            return
 
-    def set_messages(self, messages: Iterable[Mapping[str, Any] | LLMSpecificMessage]) -> None:
-        """Replace every message (tools and tool choice stay)."""
-        self._write_messages(_frozen_messages(messages))
+        def change(s: ContextSnapshot) -> ContextSnapshot:
+            checked = _check_batch(s.messages, batch)
+            return ContextSnapshot(s.messages.appended(*checked), s.tools, s.tool_choice)
+
+        self.update(change)
+
+    def set_messages(
+        self, messages: Iterable[Mapping[str, Any] | LLMSpecificMessage], *, keep_system_prompt: bool = False
+    ) -> None:
+        """Replace the messages (tools and tool choice stay).
+
+        With ``keep_system_prompt``, the conversation's system prompt (its
+        leading system message) stays in front of the new messages, unless
+        they begin with a system message of their own, which replaces it.
+        This is what an ``LLMMessagesUpdateFrame`` does by default.
+        """
+        fresh = _frozen_messages(messages)
+
+        def change(s: ContextSnapshot) -> ContextSnapshot:
+            prompt = _system_prompt(s.messages) if keep_system_prompt else None
+            kept = fresh if prompt is None or _system_prompt(fresh) is not None else Messages([prompt, *fresh])
+            return ContextSnapshot(kept, s.tools, s.tool_choice)
+
+        self.update(change)
 
     def transform_messages(
         self, transform: Callable[[list[dict[str, Any]]], Sequence[Mapping[str, Any]]]
@@ -628,13 +859,24 @@ class LLMContext:
         self.add_message(tool_call_message(tool_call_id, name, arguments))
 
     def add_tool_result(self, tool_call_id: str, content: str) -> None:
-        """Append the answer to one tool call."""
+        """Append the answer to one tool call (one the conversation made: else :class:`InvalidToolCallError`)."""
         if not isinstance(tool_call_id, str) or not tool_call_id or not isinstance(content, str):
             raise InvalidToolCallError("a tool result needs a string tool_call_id and string content")
-        self._append(tool_result_message(tool_call_id, content))
+        if _has_surrogate(content):
+            raise InvalidToolCallError("a tool result's content holds a lone surrogate, which UTF-8 cannot encode")
+        message = tool_result_message(tool_call_id, content)
+        with self._lock:
+            if not _answers_a_call(self._subject.value.messages, tool_call_id):
+                raise InvalidToolCallError(
+                    f"a tool message: tool_call_id {tool_call_id!r} answers no tool call of the conversation "
+                    "(write the assistant's tool call first)"
+                )
+            self._append(message)
 
     def update_tool_result(self, tool_call_id: str, content: str) -> bool:
         """Rewrite the answer to ``tool_call_id`` in place; ``False`` if there is none."""
+        if not isinstance(content, str) or _has_surrogate(content):
+            raise InvalidToolCallError("a tool result's content must be a string UTF-8 can encode")
         found = False
 
         def change(s: ContextSnapshot) -> ContextSnapshot | None:

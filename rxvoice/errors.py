@@ -12,6 +12,7 @@ __all__ = [
     "FrameError",
     "InvalidAudioError",
     "InvalidFrameError",
+    "InvalidFrameFieldError",
     "InvalidMessageError",
     "InvalidToolCallError",
     "InvalidTranscriptError",
@@ -34,6 +35,14 @@ class FrameError(RxVoiceError):
 
 class InvalidFrameError(FrameError, TypeError):
     """Something that is not a frame (or not the frame expected) reached a stage."""
+
+
+class InvalidFrameFieldError(FrameError, ValueError, TypeError):
+    """A frame field of the wrong type or out of range: a timeout of ``inf``, a latency given as a string,
+    ``None`` or ``True`` where a number belongs, a flag that is not a ``bool``.
+
+    It is both a ``ValueError`` and a ``TypeError``, so code catching either keeps working.
+    """
 
 
 class InvalidAudioError(FrameError, ValueError):

@@ -13,24 +13,41 @@ Pipecat:
 A frame does not carry its direction: the stream it travels on does.
 Class names and field names follow Pipecat where it has them, so Pipecat
 users feel at home.
+
+Frames check what they carry when they are made, so a bad value fails where
+it was written, with a typed error, instead of deep inside a timer or an HTTP
+request later:
+
+* numbers (durations, latencies, timestamps, counts) must be real numbers in
+  range: not ``bool``, not strings, not ``None``, not NaN or infinite, and no
+  duration longer than :data:`MAX_SECONDS` (one day); flags must be ``bool``
+  (:class:`~rxvoice.errors.InvalidFrameFieldError`);
+* text must be a ``str`` (:class:`~rxvoice.errors.InvalidTranscriptError`);
+  lone surrogates, which UTF-8 cannot encode, are repaired (a surrogate pair
+  becomes its character, a lone half becomes U+FFFD), and a transcript with
+  no visible character (whitespace or invisible characters only, such as a
+  zero-width space or a byte-order mark) carries the empty string;
+* tool calls must name a function and a call id, their arguments must be a
+  mapping (or a string holding a JSON object) of JSON data, and a tool's
+  result must be JSON data, finite numbers only
+  (:class:`~rxvoice.errors.InvalidToolCallError`).
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from .errors import InvalidAudioError, InvalidTranscriptError
-
-if TYPE_CHECKING:
-    from .context import ContextSnapshot, LLMContext
-    from .summarization import SummaryConfig
+from .errors import InvalidAudioError, InvalidFrameFieldError, InvalidToolCallError, InvalidTranscriptError
+from .text.blank import is_blank, repair_surrogates
 
 __all__ = [
     "DOWN",
+    "MAX_SECONDS",
     "UP",
     "AggregatedTextFrame",
     "AggregationType",
@@ -126,6 +143,49 @@ UP = Direction.UPSTREAM
 """Shorthand for ``Direction.UPSTREAM``: back towards the input (bot speaking, tool re-runs, summaries)."""
 
 
+MAX_SECONDS = 86_400.0
+"""The longest duration a frame may carry (seconds): one day. Longer ones overflow timers and mean nothing."""
+
+_MAX_TIMESTAMP = 1e11
+"""Timestamps are seconds of scheduler time (since the epoch, or from 0 in virtual time): below year 5000."""
+
+
+def _field_error(frame: object, name: str, expected: str, value: object) -> InvalidFrameFieldError:
+    return InvalidFrameFieldError(f"{type(frame).__name__}.{name} must be {expected}, got {value!r}")
+
+
+def _seconds(frame: object, name: str, *, positive: bool = False, limit: float = MAX_SECONDS) -> None:
+    """A duration (or a timestamp, with ``limit``) that must be a finite, non-negative real number in range."""
+    value = getattr(frame, name)
+    t = type(value)
+    if (t is float or t is int) and (value > 0.0 if positive else value >= 0.0) and value <= limit:
+        return
+    if not isinstance(value, int | float) or isinstance(value, bool) or not (
+        math.isfinite(value) and (value > 0 if positive else value >= 0) and value <= limit
+    ):
+        kind = "> 0" if positive else ">= 0"
+        raise _field_error(frame, name, f"a number of seconds {kind} and at most {limit:g}", value)
+
+
+def _count(frame: object, name: str, minimum: int) -> None:
+    value = getattr(frame, name)
+    if type(value) is not int or value < minimum:
+        raise _field_error(frame, name, f"an int >= {minimum}", value)
+
+
+def _flag(frame: object, name: str, *, optional: bool = False) -> None:
+    value = getattr(frame, name)
+    if value is True or value is False or (optional and value is None):
+        return
+    raise _field_error(frame, name, "True, False or None" if optional else "True or False", value)
+
+
+def _optional_str(frame: object, name: str) -> None:
+    value = getattr(frame, name)
+    if value is not None and not isinstance(value, str):
+        raise _field_error(frame, name, "a string or None", value)
+
+
 class FrameKind(enum.Enum):
     """The three kinds of frame."""
 
@@ -189,6 +249,12 @@ class StartFrame(SystemFrame):
     audio_in_sample_rate: int = 16000
     audio_out_sample_rate: int = 24000
 
+    def __post_init__(self) -> None:
+        for name in ("audio_in_sample_rate", "audio_out_sample_rate"):
+            rate = getattr(self, name)
+            if type(rate) is not int or not 1000 <= rate <= 384000:
+                raise _field_error(self, name, "an int in Hz (1000..384000)", rate)
+
 
 @dataclass(frozen=True, slots=True)
 class EndFrame(ControlFrame):
@@ -196,6 +262,9 @@ class EndFrame(ControlFrame):
 
     interruptible: ClassVar[bool] = False
     reason: str | None = None
+
+    def __post_init__(self) -> None:
+        _optional_str(self, "reason")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +280,9 @@ class CancelFrame(SystemFrame):
 
     reason: str | None = None
 
+    def __post_init__(self) -> None:
+        _optional_str(self, "reason")
+
 
 @dataclass(frozen=True, slots=True)
 class ErrorFrame(SystemFrame):
@@ -219,6 +291,10 @@ class ErrorFrame(SystemFrame):
     error: BaseException | str
     fatal: bool = False
     processor: str | None = None
+
+    def __post_init__(self) -> None:
+        _flag(self, "fatal")
+        _optional_str(self, "processor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +324,10 @@ class VADUserStartedSpeakingFrame(SystemFrame):
     start_secs: float = 0.0
     timestamp: float = 0.0
 
+    def __post_init__(self) -> None:
+        _seconds(self, "start_secs")
+        _seconds(self, "timestamp", limit=_MAX_TIMESTAMP)
+
 
 @dataclass(frozen=True, slots=True)
 class VADUserStoppedSpeakingFrame(SystemFrame):
@@ -255,6 +335,10 @@ class VADUserStoppedSpeakingFrame(SystemFrame):
 
     stop_secs: float = 0.0
     timestamp: float = 0.0
+
+    def __post_init__(self) -> None:
+        _seconds(self, "stop_secs")
+        _seconds(self, "timestamp", limit=_MAX_TIMESTAMP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,9 +383,12 @@ class UserMuteStoppedFrame(SystemFrame):
 
 @dataclass(frozen=True, slots=True)
 class UserIdleTimeoutUpdateFrame(SystemFrame):
-    """Changes the user-idle timeout at run time (0 turns idle detection off)."""
+    """Changes the user-idle timeout at run time (0 turns idle detection off); seconds, 0..``MAX_SECONDS``."""
 
     timeout: float
+
+    def __post_init__(self) -> None:
+        _seconds(self, "timeout")
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +412,9 @@ class STTMuteFrame(SystemFrame):
 
     mute: bool
 
+    def __post_init__(self) -> None:
+        _flag(self, "mute")
+
 
 @dataclass(frozen=True, slots=True)
 class STTMetadataFrame(SystemFrame):
@@ -332,12 +422,17 @@ class STTMetadataFrame(SystemFrame):
 
     ``ttfs_p99_latency`` is how long (seconds, 99th percentile) the service
     takes from the end of speech to its final transcript; stop strategies use
-    it to wait for the transcript that ends a turn.
+    it to wait for the transcript that ends a turn (0..``MAX_SECONDS``).
     """
 
     service_name: str = ""
     ttfs_p99_latency: float = 1.0
     user_turn_strategies: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.service_name, str):
+            raise _field_error(self, "service_name", "a string", self.service_name)
+        _seconds(self, "ttfs_p99_latency")
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +442,11 @@ class LLMServiceMetadataFrame(SystemFrame):
     service_name: str = ""
     is_realtime_service: bool = False
     user_turn_strategies: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.service_name, str):
+            raise _field_error(self, "service_name", "a string", self.service_name)
+        _flag(self, "is_realtime_service")
 
 
 # --------------------------------------------------------------------------
@@ -453,10 +553,23 @@ class AggregationType(enum.StrEnum):
 
 
 def _check_text(frame: TextFrame) -> None:
-    if not isinstance(frame.text, str):
-        raise InvalidTranscriptError(
-            f"{type(frame).__name__}.text must be a str, got {type(frame.text).__name__}"
-        )
+    text = frame.text
+    if type(text) is not str:
+        if not isinstance(text, str):
+            raise InvalidTranscriptError(f"{type(frame).__name__}.text must be a str, got {type(text).__name__}")
+        object.__setattr__(frame, "text", text := str(text))
+    if not text.isascii():
+        repaired = repair_surrogates(text)
+        if repaired is not text:
+            object.__setattr__(frame, "text", repaired)
+
+
+def _check_transcript(frame: TextFrame) -> None:
+    """A text frame, and a transcript with nothing visible in it carries ``""`` (it holds no words)."""
+    _check_text(frame)
+    text = frame.text
+    if text and is_blank(text):
+        object.__setattr__(frame, "text", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,7 +602,10 @@ class TranscriptionFrame(TextFrame):
     """Final text from speech-to-text.
 
     ``finalized`` means the service committed: nothing more is coming for
-    this utterance. ``timestamp`` is the service's own ISO 8601 stamp.
+    this utterance. ``timestamp`` is the service's own ISO 8601 stamp. A
+    transcript with no visible character (whitespace, or only invisible
+    characters such as U+200B or U+FEFF) is stored as ``""``: it holds no
+    words, opens no turn and runs no model.
     """
 
     user_id: str = ""
@@ -497,6 +613,9 @@ class TranscriptionFrame(TextFrame):
     language: str | None = None
     result: Any = None
     finalized: bool = False
+
+    def __post_init__(self) -> None:
+        _check_transcript(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,6 +627,9 @@ class InterimTranscriptionFrame(TextFrame):
     language: str | None = None
     result: Any = None
 
+    def __post_init__(self) -> None:
+        _check_transcript(self)
+
 
 @dataclass(frozen=True, slots=True)
 class TranslationFrame(TextFrame):
@@ -516,6 +638,9 @@ class TranslationFrame(TextFrame):
     user_id: str = ""
     timestamp: str = ""
     language: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_transcript(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,6 +677,9 @@ class TTSSpeakFrame(DataFrame):
     text: str
     append_to_context: bool = True
 
+    def __post_init__(self) -> None:
+        _check_text(self)  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True, slots=True)
 class TTSStartedFrame(ControlFrame):
@@ -559,6 +687,9 @@ class TTSStartedFrame(ControlFrame):
 
     context_id: str | None = None
     append_to_context: bool = True
+
+    def __post_init__(self) -> None:
+        _flag(self, "append_to_context")
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,12 +709,18 @@ class LLMFullResponseStartFrame(ControlFrame):
 
     skip_tts: bool | None = None
 
+    def __post_init__(self) -> None:
+        _flag(self, "skip_tts", optional=True)
+
 
 @dataclass(frozen=True, slots=True)
 class LLMFullResponseEndFrame(ControlFrame):
     """The model finished answering."""
 
     skip_tts: bool | None = None
+
+    def __post_init__(self) -> None:
+        _flag(self, "skip_tts", optional=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -594,6 +731,7 @@ class LLMThoughtStartFrame(ControlFrame):
     llm: str | None = None
 
     def __post_init__(self) -> None:
+        _flag(self, "append_to_context")
         if self.append_to_context and not self.llm:
             raise ValueError("LLMThoughtStartFrame(append_to_context=True) needs llm= (the provider)")
 
@@ -604,6 +742,9 @@ class LLMThoughtTextFrame(DataFrame):
 
     text: str
     includes_inter_frame_spaces: bool = True
+
+    def __post_init__(self) -> None:
+        _check_text(self)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -634,13 +775,14 @@ class LLMMarkerFrame(DataFrame):
 class LLMContextFrame(DataFrame):
     """Asks the model to answer the conversation.
 
-    ``context`` is the live, shared context; ``snapshot`` is the
-    conversation exactly as it stood when the frame was made, which is what a
-    model stage should send.
+    ``context`` is the live, shared :class:`~rxvoice.context.LLMContext`;
+    ``snapshot`` is the conversation exactly as it stood when the frame was
+    made (a :class:`~rxvoice.context.ContextSnapshot`), which is what a model
+    stage should send.
     """
 
-    context: LLMContext
-    snapshot: ContextSnapshot = field(init=False, compare=False, repr=False)
+    context: Any
+    snapshot: Any = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "snapshot", self.context.snapshot)
@@ -661,10 +803,21 @@ class LLMMessagesAppendFrame(DataFrame):
 
 @dataclass(frozen=True, slots=True)
 class LLMMessagesUpdateFrame(DataFrame):
-    """Replace the conversation's messages."""
+    """Replace the conversation's messages; the system prompt and the tools stay.
+
+    As in jargo (the Go port of Pipecat), the update keeps the conversation's
+    system prompt (its leading system message) unless ``messages`` bring their
+    own; the tools and the tool choice are never touched. Set
+    ``keep_system_prompt=False`` to replace every message.
+    """
 
     messages: Sequence[Mapping[str, Any]]
     run_llm: bool | None = None
+    keep_system_prompt: bool = True
+
+    def __post_init__(self) -> None:
+        _flag(self, "run_llm", optional=True)
+        _flag(self, "keep_system_prompt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -708,14 +861,72 @@ class LLMContextAssistantTimestampFrame(DataFrame):
 # Function calls
 
 
+def _json_error(frame: object, name: str, value: object, exc: BaseException) -> InvalidToolCallError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    return InvalidToolCallError(
+        f"{type(frame).__name__}.{name} must be JSON data (dicts, lists, strings, finite "
+        f"numbers, booleans, None), got {shown}: {exc}"
+    )
+
+
+def _check_json(frame: object, name: str, value: object) -> None:
+    """``value`` serializes as strict JSON (no NaN or infinity) and encodes as UTF-8."""
+    try:
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise _json_error(frame, name, value, exc) from None
+
+
+def _check_call_names(frame: Any, *, name_required: bool = True) -> None:
+    call_id = frame.tool_call_id
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidToolCallError(f"{type(frame).__name__}.tool_call_id must be a non-empty string, got {call_id!r}")
+    fn = frame.function_name
+    if not isinstance(fn, str) or (name_required and not fn):
+        raise InvalidToolCallError(f"{type(frame).__name__}.function_name must be a non-empty string, got {fn!r}")
+
+
+def _check_arguments(frame: object, name: str = "arguments") -> None:
+    """Arguments are a mapping of JSON data; a string holding a JSON object is parsed (``""`` means ``{}``)."""
+    value = getattr(frame, name)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            shown = value if len(value) <= 80 else value[:77] + "..."
+            raise InvalidToolCallError(
+                f"{type(frame).__name__}.{name} is a string that is not a JSON object: {shown!r}"
+            ) from None
+    if not isinstance(value, Mapping):
+        raise InvalidToolCallError(
+            f"{type(frame).__name__}.{name} must be a mapping of the call's arguments (or a string holding a JSON "
+            f"object), got {type(value).__name__} {value!r:.80}"
+        )
+    if type(value) is not dict:
+        value = dict(value)
+    _check_json(frame, name, value)
+    if value is not getattr(frame, name):
+        object.__setattr__(frame, name, value)
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionCallFromLLM:
-    """A tool call the model asked for."""
+    """A tool call the model asked for.
+
+    ``arguments`` is a mapping of JSON data; a string holding a JSON object
+    (as models stream them) is parsed, and ``""`` means no arguments.
+    Anything else raises :class:`~rxvoice.errors.InvalidToolCallError`.
+    """
 
     function_name: str
     tool_call_id: str
     arguments: Mapping[str, Any]
     context: Any = None
+
+    def __post_init__(self) -> None:
+        _check_call_names(self)
+        _check_arguments(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -730,12 +941,39 @@ class FunctionCallResultProperties:
     on_context_updated: Callable[[], Any] | None = None
     is_final: bool = True
 
+    def __post_init__(self) -> None:
+        _flag(self, "run_llm", optional=True)
+        _flag(self, "is_final")
+        if self.on_context_updated is not None and not callable(self.on_context_updated):
+            raise _field_error(self, "on_context_updated", "a callable or None", self.on_context_updated)
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionCallsStartedFrame(SystemFrame):
-    """The model asked for these calls (announcement only: nothing is written yet)."""
+    """The model asked for these calls (announcement only: nothing is written yet).
+
+    ``function_calls`` is a list or tuple of :class:`FunctionCallFromLLM`
+    (kept as a tuple); anything else raises
+    :class:`~rxvoice.errors.InvalidToolCallError`.
+    """
 
     function_calls: Sequence[FunctionCallFromLLM]
+
+    def __post_init__(self) -> None:
+        calls = self.function_calls
+        if not isinstance(calls, list | tuple):
+            raise InvalidToolCallError(
+                f"FunctionCallsStartedFrame.function_calls must be a list of FunctionCallFromLLM, got "
+                f"{type(calls).__name__} {calls!r:.80}"
+            )
+        for i, call in enumerate(calls):
+            if not isinstance(call, FunctionCallFromLLM):
+                raise InvalidToolCallError(
+                    f"FunctionCallsStartedFrame.function_calls[{i}] must be a FunctionCallFromLLM, got "
+                    f"{type(call).__name__} {call!r:.80}"
+                )
+        if type(calls) is not tuple:
+            object.__setattr__(self, "function_calls", tuple(calls))
 
 
 @dataclass(frozen=True, slots=True)
@@ -749,10 +987,23 @@ class FunctionCallInProgressFrame(ControlFrame):
     cancel_on_interruption: bool = True
     group_id: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_call_names(self)
+        _check_arguments(self)
+        _flag(self, "cancel_on_interruption")
+        _optional_str(self, "group_id")
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionCallResultFrame(DataFrame):
-    """A call's result (or an intermediate update of an async call)."""
+    """A call's result (or an intermediate update of an async call).
+
+    ``result`` must be JSON data (dicts, lists, strings, finite numbers,
+    booleans, ``None``): a set, bytes, an arbitrary object, NaN or infinity
+    raises :class:`~rxvoice.errors.InvalidToolCallError`, so the conversation
+    only ever holds valid JSON. A string result is kept as it is (lone
+    surrogates repaired).
+    """
 
     interruptible: ClassVar[bool] = False
     function_name: str
@@ -763,6 +1014,20 @@ class FunctionCallResultFrame(DataFrame):
     properties: FunctionCallResultProperties | None = None
     error: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_call_names(self, name_required=False)
+        _check_arguments(self)
+        result = self.result
+        if isinstance(result, str):
+            if not result.isascii():
+                object.__setattr__(self, "result", repair_surrogates(result))
+        elif result is not None:
+            _check_json(self, "result", result)
+        _flag(self, "run_llm", optional=True)
+        if self.properties is not None and not isinstance(self.properties, FunctionCallResultProperties):
+            raise _field_error(self, "properties", "a FunctionCallResultProperties or None", self.properties)
+        _optional_str(self, "error")
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionCallCancelFrame(SystemFrame):
@@ -772,6 +1037,10 @@ class FunctionCallCancelFrame(SystemFrame):
     tool_call_id: str
     run_llm: bool = False
 
+    def __post_init__(self) -> None:
+        _check_call_names(self, name_required=False)
+        _flag(self, "run_llm")
+
 
 # --------------------------------------------------------------------------
 # Summarization
@@ -779,9 +1048,13 @@ class FunctionCallCancelFrame(SystemFrame):
 
 @dataclass(frozen=True, slots=True)
 class LLMSummarizeContextFrame(ControlFrame):
-    """Summarize the conversation now (``config`` overrides for this request)."""
+    """Summarize the conversation now (``config``, a :class:`~rxvoice.summarization.SummaryConfig`, overrides).
 
-    config: SummaryConfig | None = None
+    A ``config`` that is not a ``SummaryConfig`` is refused by the summarizer
+    that receives the frame (``on_error``, nothing requested).
+    """
+
+    config: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -789,11 +1062,16 @@ class LLMContextSummaryRequestFrame(ControlFrame):
     """Asks the pipeline's model for a summary of ``context``."""
 
     request_id: str
-    context: LLMContext
+    context: Any
     min_messages_to_keep: int
     target_context_tokens: int
     summarization_prompt: str
     summarization_timeout: float
+
+    def __post_init__(self) -> None:
+        _count(self, "min_messages_to_keep", 0)
+        _count(self, "target_context_tokens", 1)
+        _seconds(self, "summarization_timeout", positive=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -805,6 +1083,12 @@ class LLMContextSummaryResultFrame(ControlFrame):
     summary: str
     last_summarized_index: int
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        _count(self, "last_summarized_index", -1)
+        if not isinstance(self.summary, str):
+            raise _field_error(self, "summary", "a string", self.summary)
+        _optional_str(self, "error")
 
 
 # --------------------------------------------------------------------------
@@ -821,8 +1105,11 @@ class TurnMetricsData:
     e2e_processing_time_ms: float = 0.0
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.probability):
-            raise ValueError("probability must be finite")
+        p, ms = self.probability, self.e2e_processing_time_ms
+        if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p):
+            raise InvalidFrameFieldError(f"probability must be finite, got {p!r}")
+        if isinstance(ms, bool) or not isinstance(ms, int | float) or not (math.isfinite(ms) and ms >= 0):
+            raise InvalidFrameFieldError(f"e2e_processing_time_ms must be a finite number >= 0, got {ms!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-from .context import IN_PROGRESS, FrozenDict, user_message
+from .context import IN_PROGRESS, FrozenDict, Messages, estimate_message_tokens, estimate_text_tokens, user_message
 from .errors import ConfigurationError, SummarizationError
 
 if TYPE_CHECKING:
@@ -118,13 +118,12 @@ class SummaryConfig:
             timeout <= 0
         ):
             raise ConfigurationError(f"summarization_timeout must be a number of seconds > 0, got {timeout!r}")
-        if self.llm is not None and not callable(self.llm):
-            from .pipeline.stage import Stage
-
-            if not isinstance(self.llm, Stage):
-                raise ConfigurationError(
-                    f"llm must be a callable (SummaryRequest) -> str or a model stage, got {self.llm!r}"
-                )
+        if self.llm is not None and not callable(self.llm) and not callable(getattr(self.llm, "duplex", None)):
+            # A stage is recognized by its duplex method here (this module sits below the pipeline); the
+            # summarizer checks it is a real Stage when it asks it.
+            raise ConfigurationError(
+                f"llm must be a callable (SummaryRequest) -> str or a model stage, got {self.llm!r}"
+            )
 
     @property
     def prompt(self) -> str:
@@ -213,47 +212,15 @@ SummaryModel: TypeAlias = "Callable[[SummaryRequest], str | Awaitable[str] | Obs
 # Token estimate and thresholds
 
 
-def estimate_text_tokens(text: str) -> int:
-    """A rough token count: four characters a token.
-
-    Examples:
-        >>> estimate_text_tokens("Hello world"), estimate_text_tokens("This is a test message")
-        (2, 5)
-    """
-    return len(text) // 4
-
-
-def estimate_message_tokens(message: Any) -> int:
-    """A message's estimated tokens: 10 overhead, its text, its tool calls, 10 more for a tool result.
-
-    Images count 500 each; provider-specific messages count nothing.
-    """
-    if not isinstance(message, Mapping):
-        return 0
-    tokens = 10
-    content = message.get("content")
-    if isinstance(content, str):
-        tokens += len(content) // 4
-    elif isinstance(content, list | tuple):
-        for part in content:
-            if not isinstance(part, Mapping):
-                continue
-            kind = part.get("type")
-            if kind == "text":
-                tokens += len(str(part.get("text", ""))) // 4
-            elif kind in ("image_url", "image"):
-                tokens += 500
-    for call in message.get("tool_calls") or ():
-        fn = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(fn, Mapping):
-            tokens += len(str(fn.get("name", "")) + str(fn.get("arguments", ""))) // 4
-    if "tool_call_id" in message:
-        tokens += 10
-    return tokens
-
-
 def estimate_context_tokens(messages: Sequence[Any]) -> int:
-    """The conversation's estimated tokens (sum of :func:`estimate_message_tokens`)."""
+    """The conversation's estimated tokens (sum of :func:`estimate_message_tokens`).
+
+    A snapshot's :class:`~rxvoice.context.Messages` keep this sum as they
+    grow, so for them it costs O(1), whatever the conversation's length; any
+    other sequence is summed.
+    """
+    if isinstance(messages, Messages):
+        return messages.tokens
     return sum(estimate_message_tokens(m) for m in messages)
 
 

@@ -2,7 +2,8 @@
 
 Messages, tools and the tool choice can be changed from upstream (the user
 half) or downstream (the assistant half); each frame means one write,
-wherever it arrives.
+wherever it arrives. An ``LLMMessagesUpdateFrame`` keeps the system prompt
+unless its ``keep_system_prompt`` is off (see ``LLMContext.set_messages``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def context_update(frame: Frame) -> ContextWrite:
         return lambda c: c.add_messages(messages)
     if isinstance(frame, LLMMessagesUpdateFrame):
         replacement = list(frame.messages)
-        return lambda c: c.set_messages(replacement)
+        keep = frame.keep_system_prompt
+        return lambda c: c.set_messages(replacement, keep_system_prompt=keep)
     assert isinstance(frame, LLMMessagesTransformFrame)
     transform = frame.transform
     return lambda c: c.transform_messages(transform)

@@ -219,8 +219,13 @@ class SummarizerSession:
                 log.info("a summary is already in flight; the LLMSummarizeContextFrame is ignored")
                 return
             override = frame.config  # type: ignore[attr-defined]
-            config = override if isinstance(override, SummaryConfig) else self.summarizer.config.summary_config
-            self.request(config, manual=True)
+            if override is not None and not isinstance(override, SummaryConfig):
+                self._fail(SummarizationError(
+                    f"LLMSummarizeContextFrame.config must be a SummaryConfig or None, got {override!r:.80}; "
+                    "nothing was requested"
+                ))
+                return
+            self.request(override or self.summarizer.config.summary_config, manual=True)
         elif t is LLMContextSummaryResultFrame:
             self._on_result_frame(frame)  # type: ignore[arg-type]
 
@@ -229,6 +234,7 @@ class SummarizerSession:
             return
         cfg = self.summarizer.config
         messages = self.context.messages
+        # O(1) whatever the conversation's length: the messages keep their token estimate as they grow.
         if not should_summarize(messages, cfg, self.summary_message):
             return
         if messages_to_summarize(messages, cfg.summary_config.min_messages_after_summary).empty:
@@ -247,6 +253,9 @@ class SummarizerSession:
         llm = config.llm
         request_id = uuid.uuid4().hex
         selection = None
+        if llm is not None and not isinstance(llm, Stage) and not callable(llm):
+            self._fail(SummarizationError(f"the summary model {llm!r:.80} is neither callable nor a Stage"))
+            return None
         if llm is not None and not isinstance(llm, Stage):
             selection = messages_to_summarize(snapshot.messages, keep)
             if selection.empty:

@@ -64,13 +64,17 @@ class _Partial:
         self.arguments: list[str] = []
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # Python's json reads NaN and Infinity; strict JSON has neither
+
+
 def parse_arguments(raw: str) -> dict[str, Any]:
     """A tool call's arguments as a dict; empty means none. Raises :class:`InvalidToolCallError`."""
     text = raw.strip()
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise InvalidToolCallError(f"the arguments are not valid JSON ({exc}): {text[:200]!r}") from exc
     if not isinstance(value, dict):

@@ -55,7 +55,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from reactivex import abc
 
 from ..context import ContextSnapshot
-from ..errors import ConfigurationError, ServiceError
+from ..errors import ConfigurationError, InvalidToolCallError, ServiceError
 from ..events import EventRegistry
 from ..frames import (
     DOWN,
@@ -643,9 +643,16 @@ class _LLMSession:
             self.port.push_up(cancel)
 
     def _answer(self, request: ToolCallRequest, result: Any, error: str | None) -> None:
-        frame = FunctionCallResultFrame(
-            request.function_name, request.tool_call_id, request.arguments, result, error=error
-        )
+        try:
+            frame = FunctionCallResultFrame(
+                request.function_name, request.tool_call_id, request.arguments, result, error=error
+            )
+        except InvalidToolCallError as exc:  # the handler returned something that is not JSON: say so, settle the call
+            self.port.report_error(exc)
+            frame = FunctionCallResultFrame(
+                request.function_name, request.tool_call_id, request.arguments, None,
+                error=f"function {request.function_name!r} returned a result that is not JSON; the call failed",
+            )
         self.port.push_down(frame)
         self.port.push_up(frame)
 

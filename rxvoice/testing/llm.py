@@ -19,6 +19,7 @@ from typing import Any
 from reactivex import abc
 
 from ..context import ContextSnapshot
+from ..errors import InvalidToolCallError
 from ..frames import (
     DOWN,
     UP,
@@ -224,7 +225,11 @@ class _LLMSession:
             )
             self._at(t, progress, DOWN, running=(fc.tool_call_id, c))
             result = c.handler(c.arguments) if c.handler is not None else c.result
-            done = FunctionCallResultFrame(c.name, fc.tool_call_id, dict(c.arguments), result, run_llm=c.run_llm)
+            try:
+                done = FunctionCallResultFrame(c.name, fc.tool_call_id, dict(c.arguments), result, run_llm=c.run_llm)
+            except InvalidToolCallError as exc:  # a result that is not JSON: the call is answered with the error
+                done = FunctionCallResultFrame(c.name, fc.tool_call_id, dict(c.arguments), None, run_llm=c.run_llm,
+                                               error=str(exc))
             self._at(t + c.delay, done, DOWN, finished=fc.tool_call_id)
             self._at(t + c.delay, done, UP)
 

@@ -13,6 +13,7 @@ from rxvoice.text.aggregation import (
     PatternMatch,
     TextAggregator,
 )
+from rxvoice.text.blank import is_blank, repair_surrogates, visible_words
 from rxvoice.text.languages import (
     LanguageProfile,
     language_profile,
@@ -49,8 +50,11 @@ __all__ = [
     "TextAggregator",
     "concatenate",
     "default_tokenizer",
+    "is_blank",
     "language_profile",
     "match_end_of_sentence",
     "normalize_language",
     "register_language",
+    "repair_surrogates",
+    "visible_words",
 ]

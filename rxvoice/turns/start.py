@@ -21,6 +21,7 @@ from ..frames import (
     UserStartedSpeakingFrame,
     VADUserStartedSpeakingFrame,
 )
+from ..text.blank import is_blank, visible_words
 from .strategy import HALT, NOTHING, RESET_AGGREGATION, Arm, Effects, Start, StartStrategy
 
 __all__ = ["ExternalStart", "MinWordsStart", "TranscriptionStart", "VADStart", "WakePhraseStart", "WakeState"]
@@ -45,14 +46,14 @@ class VADStart(StartStrategy[None]):
 
 def _is_words(frame: Frame) -> bool:
     text = getattr(frame, "text", "")
-    return isinstance(text, str) and not text.isspace() and text != ""
+    return isinstance(text, str) and not is_blank(text)
 
 
 @dataclass(frozen=True)
 class TranscriptionStart(StartStrategy[None]):
     """A transcript (interim too, unless ``use_interim=False``) opens the turn.
 
-    Whitespace-only transcripts open nothing. Needed when speech reaches the
+    Blank transcripts (whitespace or invisible characters only) open nothing. Needed when speech reaches the
     STT but not the VAD (soft speech) and in text-only sessions.
     """
 
@@ -111,10 +112,10 @@ class MinWordsStart(StartStrategy[MinWordsState]):
         if t is InterimTranscriptionFrame and not self.use_interim:
             return state, NOTHING
         text = getattr(frame, "text", "")
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or is_blank(text):
             return state, NOTHING
         needed = self.min_words if state.bot_speaking else 1
-        if len(text.split()) >= needed:
+        if len(visible_words(text)) >= needed:
             return state, _STARTED
         return state, (RESET_AGGREGATION,)
 
@@ -207,7 +208,7 @@ class WakePhraseStart(StartStrategy[WakeState]):
         if t is not TranscriptionFrame:
             return state, (HALT,)
         text = getattr(frame, "text", "")
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or is_blank(text):
             return state, (HALT,)
         heard = f"{state.heard} {_NOT_WORD.sub('', text)}".strip()[-_HEARD_CAP:]
         if self._pattern.search(heard):  # type: ignore[attr-defined]

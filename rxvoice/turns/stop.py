@@ -38,6 +38,7 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from ..text.blank import is_blank
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
 from .strategy import (
     NOTHING,
@@ -79,7 +80,7 @@ def _downmix(pcm: bytes, channels: int) -> bytes:
 
 def _words(frame: Frame) -> bool:
     text = getattr(frame, "text", "")
-    return isinstance(text, str) and text.strip() != ""
+    return isinstance(text, str) and not is_blank(text)
 
 
 def _non_negative(owner: str, **values: float) -> None:

@@ -327,3 +327,58 @@ def test_a_bad_result_is_refused(summary: str, index: int, keep: int, reason: st
     msgs = [SYSTEM, user("a"), call("c1"), result("c1"), user("b"), user("c"), user("d")]
     with pytest.raises(SummarizationError, match=reason):
         apply_summary(msgs, summary, index, keep=keep)
+
+
+# -- the token estimate is kept as the conversation grows -----------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["append", "fork", "replace", "reset"]), st.integers(0, 50),
+                          st.text(max_size=40)), max_size=30))
+def test_a_snapshots_token_estimate_is_always_the_sum_of_its_messages(ops: list[tuple[str, int, str]]) -> None:
+    """Appends (sharing storage or forked from an older snapshot), replacements and rewrites: Messages.tokens
+    equals the estimate recounted from scratch, for every snapshot ever handed out."""
+    from rxvoice.context import Messages
+
+    views = [Messages([SYSTEM])]
+    for op, k, text in ops:
+        base = views[k % len(views)]
+        if op == "append":
+            views.append(base.appended(user(text), assistant(text * 3)))
+        elif op == "fork":
+            views.append(views[0].appended(user(text)))
+        elif op == "replace" and len(base):
+            views.append(base.replaced(k % len(base), {"role": "tool", "tool_call_id": "c", "content": text * 9}))
+        else:
+            views.append(Messages([user(text)] * (k % 4)))
+    for view in views:
+        assert view.tokens == sum(estimate_message_tokens(m) for m in view) == estimate_context_tokens(view)
+
+
+def test_the_automatic_trigger_does_not_recount_the_conversation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a token threshold configured and not reached, a turn estimates only what it wrote: 10,000 messages
+    in, three turns cost a handful of message estimates, not 30,000 (the check used to be linear per turn)."""
+    import rxvoice.context
+    import rxvoice.summarization
+    from rxvoice import LLMContext, pipeline
+    from rxvoice import frames as F
+    from rxvoice.aggregators import Pair
+    from rxvoice.testing import FrameMarbles
+
+    history = [SYSTEM] + [user(f"m{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(10_000)]
+    pair = Pair(LLMContext(history), summarization=AutoSummarizationConfig(
+        max_context_tokens=10**9, max_unsummarized_messages=None))
+    counted = [0]
+    real = estimate_message_tokens
+
+    def counting(message: Any) -> int:
+        counted[0] += 1
+        return real(message)
+
+    for module in (rxvoice.context, rxvoice.summarization):
+        monkeypatch.setattr(module, "estimate_message_tokens", counting, raising=False)
+    down = [(1.0 + 2 * t, F.TranscriptionFrame(f"turn {t}", finalized=True)) for t in range(3)]
+    FrameMarbles().run(pipeline(pair.user(), ScriptedLLM(["Yes."] * 3), pair.assistant()), down=down)
+    assert len(pair.context().messages) == 10_001 + 6
+    assert counted[0] <= 12, counted[0]
+    assert estimate_context_tokens(pair.context().messages) == sum(real(m) for m in pair.context().messages)

@@ -31,3 +31,18 @@ def test_without_the_model_the_pause_cuts_the_caller_off(without_model: Path, bo
     users = [m["content"] for m in context.messages if m["role"] == "user"]
     assert users[0] == "Hi, I would like to book a flight to" and len(users) == 5
     assert "Smart Turn model not found" in capsys.readouterr().out
+
+
+def test_the_last_turn_of_a_recording_is_closed_by_the_rule_that_ends_it(
+        with_model: Path, shared: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A call whose last words Smart Turn judges unfinished: the recording runs on until the stop watchdog closes
+    that turn (it is written and answered, nothing lost), and the output names the stop timeout, not the end of
+    the recording."""
+    call = shared / "audio" / "calls" / "call03_tech_support"
+    context = load_example("recording").main([str(call.with_suffix(".wav")), str(call) + ".transcript.json"])
+    users = [m["content"] for m in context.messages if m["role"] == "user"]
+    assert users and users[-1].endswith("Alright, that sounds fine.")
+    assert [m["content"] for m in context.messages if m["role"] == "assistant"] == [f"Got it: {u}" for u in users]
+    out = capsys.readouterr().out
+    assert "user turn over (the 5 s stop timeout, 5.30 s after speech)" in out
+    assert "the end of the recording" not in out

@@ -34,6 +34,7 @@ from rxvoice.errors import (
     ConfigurationError,
     InvalidAudioError,
     InvalidFrameError,
+    InvalidFrameFieldError,
     InvalidMessageError,
     InvalidToolCallError,
     InvalidTranscriptError,
@@ -158,10 +159,12 @@ def tool_call_in_progress_twice(_tmp: Path) -> None:
 
 @case
 def tool_call_arguments_not_json(_tmp: Path) -> None:
-    run = converse([(0.1, F.FunctionCallInProgressFrame("lookup", "c1", {"when": object()}))])
-    assert [type(e) for e in run.errors] == [InvalidToolCallError]
-    assert "not JSON-serializable" in str(run.errors[0])
-    assert not any(m.get("tool_calls") for m in run.pair.context().messages)
+    with pytest.raises(InvalidToolCallError, match="arguments must be JSON data"):
+        F.FunctionCallInProgressFrame("lookup", "c1", {"when": object()})
+    ctx = LLMContext()
+    with pytest.raises(InvalidToolCallError, match="not JSON-serializable"):
+        ctx.add_assistant_tool_call("c1", "lookup", {"when": object()})
+    assert len(ctx.messages) == 0
 
 
 @case
@@ -428,6 +431,114 @@ def tools_duplicate_or_unknown_choice(_tmp: Path) -> None:
     with pytest.raises(InvalidToolCallError):
         ctx.set_tool_choice("sometimes")
     assert ctx.tools is None and ctx.tool_choice is None
+
+
+# -- values inside frames and messages ---------------------------------------------------------------------
+
+
+@case
+def control_frame_number_out_of_range(_tmp: Path) -> None:
+    for make in (lambda: F.UserIdleTimeoutUpdateFrame(math.inf), lambda: F.UserIdleTimeoutUpdateFrame(1e308),
+                 lambda: F.STTMetadataFrame("stt", "0.3"), lambda: F.STTMetadataFrame("stt", None),  # type: ignore[arg-type]
+                 lambda: F.VADUserStoppedSpeakingFrame(math.nan, 0.0), lambda: F.UserIdleTimeoutUpdateFrame(True),
+                 lambda: F.LLMContextSummaryRequestFrame("r", LLMContext(), -1, 100, "p", 5.0)):
+        with pytest.raises(InvalidFrameFieldError, match="must be"):
+            make()
+
+
+@case
+def control_frame_flag_not_bool(_tmp: Path) -> None:
+    with pytest.raises(InvalidFrameFieldError, match=r"STTMuteFrame\.mute must be True or False, got 'no'"):
+        F.STTMuteFrame("no")  # type: ignore[arg-type]
+
+
+@case
+def invisible_transcript(_tmp: Path) -> None:
+    assert F.TranscriptionFrame("\u200b\ufeff").text == ""
+    run = converse([(0.1, F.TranscriptionFrame("\u200b", finalized=True)),
+                    (0.2, F.InterimTranscriptionFrame("\u200d"))])
+    assert run.said() == [] and run.rec.event_names() == [] and run.errors == [] and run.llm.runs == []
+
+
+@case
+def lone_surrogate_in_text(_tmp: Path) -> None:
+    assert F.TranscriptionFrame("caf\ud800").text == "caf\ufffd"
+    run = converse([(0.1, F.TranscriptionFrame("caf\ud800", finalized=True))])
+    assert run.said() == ["caf\ufffd"]
+    json.dumps(run.pair.context().to_openai(), ensure_ascii=False).encode("utf-8")
+
+
+@case
+def function_calls_started_junk(_tmp: Path) -> None:
+    for junk in (None, ["lookup"], "lookup"):
+        with pytest.raises(InvalidToolCallError, match="function_calls"):
+            F.FunctionCallsStartedFrame(junk)  # type: ignore[arg-type]
+
+
+@case
+def tool_call_arguments_not_a_mapping(_tmp: Path) -> None:
+    for junk in (None, [1, 2], "[1, 2]", "{broken"):
+        with pytest.raises(InvalidToolCallError, match="arguments"):
+            F.FunctionCallInProgressFrame("lookup", "c1", junk)  # type: ignore[arg-type]
+    assert F.FunctionCallInProgressFrame("lookup", "c1", '{"q": 1}').arguments == {"q": 1}
+
+
+@case
+def tool_result_not_json(_tmp: Path) -> None:
+    for junk in (object(), {1, 2}, b"x", math.nan):
+        with pytest.raises(InvalidToolCallError, match="result must be JSON data"):
+            F.FunctionCallResultFrame("lookup", "c1", {}, junk)
+
+
+@case
+def summarize_frame_config_not_a_summary_config(_tmp: Path) -> None:
+    pair = Pair(LLMContext([{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(8)]))
+    errors: list[BaseException] = []
+    pair.assistant().summarizer().events.on("on_error", lambda _s, e: errors.append(e))
+    llm = ScriptedLLM([], summary="sum")
+    FrameMarbles().run(pipeline(pair.user(), llm, pair.assistant()),
+                       down=[(0.1, F.LLMSummarizeContextFrame({"keep": 2}))])
+    assert [type(e) for e in errors] == [SummarizationError] and "must be a SummaryConfig" in str(errors[0])
+    assert len(pair.context().messages) == 8
+
+
+@case
+def message_part_malformed(_tmp: Path) -> None:
+    ctx = LLMContext()
+    for content, field in (([None], r"content\[0\] must be a mapping part"),
+                           ([{"type": "text", "text": None}], r"content\[0\]\.text must be a string"),
+                           ([{"type": "image_url", "image_url": {}}], r"content\[0\]\.image_url\.url")):
+        with pytest.raises(InvalidMessageError, match=field):
+            ctx.add_message({"role": "user", "content": content})
+    assert len(ctx.messages) == 0
+
+
+@case
+def message_field_not_json(_tmp: Path) -> None:
+    ctx = LLMContext()
+    for extra, field in (({"tags": {1, 2}}, r"message\.tags is a set"), ({"score": math.nan}, r"message\.score is nan"),
+                         ({"raw": b"x"}, r"message\.raw is a bytes"), ({"content": "caf\ud800"}, "lone surrogate")):
+        with pytest.raises(InvalidMessageError, match=field):
+            ctx.add_message({"role": "user", "content": "hi", **extra})
+    assert len(ctx.messages) == 0
+
+
+@case
+def tool_result_for_a_call_nobody_made(_tmp: Path) -> None:
+    ctx = LLMContext([{"role": "user", "content": "weather?"}])
+    with pytest.raises(InvalidToolCallError, match="answers no tool call"):
+        ctx.add_message({"role": "tool", "tool_call_id": "c9", "content": "sunny"})
+    with pytest.raises(InvalidToolCallError, match="answers no tool call"):
+        ctx.add_tool_result("c9", "sunny")
+    assert len(ctx.messages) == 1
+
+
+@case
+def messages_update_without_a_system_prompt(_tmp: Path) -> None:
+    pair = Pair(LLMContext([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "old"}]))
+    FrameMarbles().run(pipeline(pair.user(), ScriptedLLM([]), pair.assistant()),
+                       down=[(0.1, F.LLMMessagesUpdateFrame([{"role": "user", "content": "new"}]))])
+    assert pair.context().messages == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "new"}]
 
 
 # -- transcripts and marbles (testing kit) ----------------------------------------------------------

@@ -198,8 +198,11 @@ def test_an_openai_model_that_streams_garbage_is_reported_and_the_session_goes_o
 
 
 def test_a_model_stage_that_emits_garbage_is_contained_frame_by_frame(crashes: Crashes) -> None:
-    """Non-frames, orphan results, bad tool arguments, stray ends, a summary nobody asked for: each skipped (typed
-    errors where the input was malformed); the session goes on and the next turn is answered."""
+    """Non-frames, orphan results, a bad tool choice, stray ends, a summary nobody asked for: each skipped (typed
+    errors where the input was malformed); the session goes on and the next turn is answered. (Tool arguments that
+    are not JSON cannot even be put in a frame.)"""
+    with pytest.raises(InvalidToolCallError):
+        F.FunctionCallInProgressFrame("f", "c1", {"x": object()})
     sent = [False]
 
     def garbage(port: Port, frame: F.Frame, _d: Direction) -> bool:
@@ -207,7 +210,7 @@ def test_a_model_stage_that_emits_garbage_is_contained_frame_by_frame(crashes: C
             return False
         sent[0] = True
         for item in ("garbage", F.LLMFullResponseEndFrame(), F.FunctionCallResultFrame("f", "unknown", {}, 1),
-                     F.FunctionCallInProgressFrame("f", "c1", {"x": object()}), F.FunctionCallCancelFrame("f", "zz"),
+                     F.LLMSetToolChoiceFrame("sometimes"), F.FunctionCallCancelFrame("f", "zz"),
                      F.LLMContextSummaryResultFrame("nobody", "sum", 99), F.LLMFullResponseStartFrame(),
                      F.LLMTextFrame("Sorry,"), F.LLMFullResponseEndFrame()):
             port.push_down(item)  # type: ignore[arg-type]
@@ -504,7 +507,7 @@ def test_every_reported_error_is_typed() -> None:
     errors: list[BaseException] = []
     pair.assistant().events.on("on_error", lambda _a, e: errors.append(e))
     bad = [(0.5, F.LLMMessagesAppendFrame([{"role": "wizard", "content": "x"}])),
-           (0.6, F.LLMSetToolChoiceFrame("sometimes")), (0.7, F.FunctionCallInProgressFrame("f", "", {}))]
+           (0.6, F.LLMSetToolChoiceFrame("sometimes")), (0.7, F.LLMSetToolsFrame("junk"))]
     talk(pipeline(pair.user(), pair.assistant()), pair, down=[], up=bad)
     assert errors and all(isinstance(e, RxVoiceError) for e in errors)
     assert UP is not DOWN

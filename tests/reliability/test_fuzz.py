@@ -15,7 +15,18 @@ stream always ends with an ``EndFrame``. The invariants:
 * every tool call the model made is answered exactly once, right after it
   (its result, or CANCELLED), never left in progress;
 * the model runs at most once per user message written (an early inference
-  answers each new piece once), plus the runs the stream itself asked for.
+  answers each new piece once), plus the runs the stream itself asked for;
+* the conversation is strict JSON at every write: every message passes
+  ``json.dumps(..., allow_nan=False)`` and encodes as UTF-8.
+
+Mixed in are frames with junk inside (:func:`junk_makers`): numbers that are
+infinite, huge, strings, ``None`` or ``bool``; tool-call frames holding
+``None``, strings, lists, unserializable arguments and results; transcripts of
+invisible characters or with lone surrogates; messages with malformed parts,
+non-JSON fields or tool results for calls nobody made. A frame that refuses its
+junk when it is made must do so with a typed :class:`~rxvoice.errors.RxVoiceError`
+(it then never enters the stream, as in an app); one that accepts it (a
+documented conversion) goes in.
 
 ``RXVOICE_STRESS=full`` runs 20 times more examples.
 """
@@ -23,7 +34,9 @@ stream always ends with an ``EndFrame``. The invariants:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +52,7 @@ from rxvoice.errors import RxVoiceError
 from rxvoice.pipeline import DOWN, UP, Direction
 from rxvoice.summarization import AutoSummarizationConfig, SummaryConfig
 from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, ToolCall
+from rxvoice.text import is_blank
 from rxvoice.turns import (
     AlwaysUserMute,
     FunctionCallUserMute,
@@ -133,9 +147,48 @@ def frame_makers(ctx: LLMContext, i: int) -> dict[str, Callable[[], Any]]:
     }
 
 
+JUNK_NUMBERS = (math.inf, 1e308, "0.5", None, True, math.nan, -1.0, 0.5)
+JUNK_TEXT = ("\u200b", "\ufeff\u200d", " \u2060\n", "\x00", "caf\ud800", "\ud83d\ude00 ok")
+
+
+def junk_makers(ctx: LLMContext, i: int) -> dict[str, Callable[[], Any]]:
+    """Frames with junk inside, the ``i``-th of the stream (some refuse it when made, some convert it)."""
+    tool = f"fz{i % 3}"
+    number = JUNK_NUMBERS[i % len(JUNK_NUMBERS)]
+    bad_messages: list[Any] = [
+        {"role": "user", "content": [None]}, {"role": "user", "content": [{"type": "text", "text": None}]},
+        {"role": "user", "content": [{"type": "image_url"}]},
+        {"role": "tool", "tool_call_id": "nobody", "content": "x"},
+        {"role": "user", "content": "x", "score": math.nan}, {"role": "user", "content": "x", "tags": {1, 2}},
+        {"role": "user", "content": "caf\ud800"},
+        {"role": "assistant", "tool_calls": [{"id": "zz", "function": {"name": "f", "arguments": "[1, 2]"}}]},
+    ]
+    return {
+        "junk_idle": lambda: F.UserIdleTimeoutUpdateFrame(number),
+        "junk_stt_meta": lambda: F.STTMetadataFrame("stt", number),
+        "junk_vad_stop": lambda: F.VADUserStoppedSpeakingFrame(number, 0.0),
+        "junk_vad_start": lambda: F.VADUserStartedSpeakingFrame(0.2, number),
+        "junk_stt_mute": lambda: F.STTMuteFrame(("yes", 1, None, True)[i % 4]),
+        "junk_calls_started": lambda: F.FunctionCallsStartedFrame(
+            (None, ["lookup"], "lookup", [F.FunctionCallFromLLM("f", tool, '{"a": 1}')])[i % 4]),
+        "junk_call_progress": lambda: F.FunctionCallInProgressFrame(
+            "f", tool, (None, [1, 2], "[1, 2]", "{bad", '{"a": 1}', {"x": math.nan}, "")[i % 7]),
+        "junk_call_result": lambda: F.FunctionCallResultFrame(
+            "f", tool, {}, (object(), {1, 2}, b"x", math.nan, {"ok": i}, "caf\ud800", [1, {2}])[i % 7]),
+        "junk_transcript": lambda: F.TranscriptionFrame(JUNK_TEXT[i % len(JUNK_TEXT)], finalized=i % 2 == 0),
+        "junk_interim": lambda: F.InterimTranscriptionFrame(JUNK_TEXT[i % len(JUNK_TEXT)]),
+        "junk_llm_text": lambda: F.LLMTextFrame(JUNK_TEXT[i % len(JUNK_TEXT)]),
+        "junk_append": lambda: F.LLMMessagesAppendFrame([bad_messages[i % len(bad_messages)]]),
+        "junk_update": lambda: F.LLMMessagesUpdateFrame(
+            [{"role": "user", "content": f"kept{i}"}], keep_system_prompt=i % 2 == 0),
+        "junk_summarize": lambda: F.LLMSummarizeContextFrame({"keep": i}),
+    }
+
+
 KINDS = sorted(frame_makers(LLMContext(), 0))
-# The conversation's own frames come more often, so turns really happen among the noise.
-WEIGHTED = KINDS + ["transcription"] * 6 + ["vad_start", "vad_stop"] * 3 + ["bot_start", "bot_stop"] * 2
+JUNK = sorted(junk_makers(LLMContext(), 0))
+# The conversation's own frames come more often, so turns really happen among the noise (and the junk).
+WEIGHTED = KINDS + JUNK + ["transcription"] * 6 + ["vad_start", "vad_stop"] * 3 + ["bot_start", "bot_stop"] * 2
 
 
 def _replies() -> st.SearchStrategy[Reply]:
@@ -196,8 +249,26 @@ def _check(actions: list[tuple[str, Direction, float]], script: list[Reply], *, 
     t = 0.0
     for i, (kind, direction, gap) in enumerate(actions):
         t += gap
-        (down if direction is DOWN else up).append((t, frame_makers(ctx, i)[kind]()))
+        if kind in JUNK:
+            try:
+                frame = junk_makers(ctx, i)[kind]()
+            except RxVoiceError:
+                continue  # refused where it was made, with a typed error: it never enters the stream
+        else:
+            frame = frame_makers(ctx, i)[kind]()
+        (down if direction is DOWN else up).append((t, frame))
     down.append((t + 5.0, F.EndFrame()))
+    unencodable: list[str] = []
+
+    def strict_json(snapshot: Any) -> None:
+        for m in snapshot.messages:
+            if not isinstance(m, LLMSpecificMessage):
+                try:
+                    json.dumps(m, allow_nan=False, ensure_ascii=False).encode("utf-8")
+                except (TypeError, ValueError) as exc:
+                    unencodable.append(f"{m!r}: {exc}")
+
+    ctx.subscribe(strict_json)
 
     heard: list[tuple[str, bool]] = []  # (words, whether the user was muted when they arrived)
     machine = pair.user().machine
@@ -216,10 +287,13 @@ def _check(actions: list[tuple[str, Direction, float]], script: list[Reply], *, 
         source.events.on("on_error", lambda _s, e: None if isinstance(e, RxVoiceError) else untyped.append(e))
     bench.run(pipeline(pair.user(), llm, pair.assistant()), down=down, up=up, until=t + 30.0)
     assert untyped == []
+    assert unencodable == []
 
     # Nothing said is lost or doubled (dropped only while muted).
     words = " ".join(written).split()
     for text, was_muted in heard:
+        if is_blank(text):
+            continue  # nothing visible was said (an invisible transcript carries "")
         count = words.count(text)
         assert count <= 1, f"{text!r} written twice"
         if not was_muted:

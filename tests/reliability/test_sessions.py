@@ -55,3 +55,13 @@ def test_volume_meters_of_sessions_out_of_phase_keep_their_banks() -> None:
         banks_seen.append({id(m._bank) for m in meters})
     assert banks_seen[-1] == banks_seen[-17]  # steady state: the same banks, none rebuilt
     assert len(banks_seen[-1]) <= 8
+
+
+def test_the_per_frame_cost_is_measured_with_the_same_work_per_session() -> None:
+    """``sessions.py --per-frame`` (short form): every session fed the same five turns and answered each; the
+    collector's share is measured inside the window, and with the collector off it is zero."""
+    sessions = load_benchmark("sessions")
+    on, off = sessions.per_frame_costs((3, 12)), sessions.per_frame_costs((3,), collector="off")
+    assert [r.frames for r in on] == [3 * 45, 12 * 45] and all(r.ok for r in on + off)
+    assert all(r.us_per_frame > 0 and 0 <= r.gc_seconds <= r.cpu_seconds for r in on)
+    assert off[0].gc_seconds == 0 and off[0].full_collections == 0

@@ -761,3 +761,25 @@ def test_a_cancel_frame_stops_the_stream_and_every_call() -> None:
             await llm.aclose()
 
     run(main)
+
+
+def test_a_function_that_returns_something_not_json_answers_its_call_with_an_error() -> None:
+    """A handler returning a set (not JSON): the call is still answered, with an error result the model can read,
+    reported as InvalidToolCallError; nothing that is not JSON is put in a frame or the conversation."""
+
+    async def main() -> None:
+        async with LoopbackChatServer([StreamReply(tool_call_chunks([("t1", "tags", "{}")]))]) as server:
+            llm = OpenAILLM("m", base_url=server.base_url)
+            llm.register_function("tags", lambda _a: {"a", "b"})
+            reported: list[BaseException] = []
+            llm.events.on("on_error", lambda _s, e: reported.append(e))
+            h = Harness(llm)
+            h.send(context_frame({"role": "user", "content": "tags?"}))
+            await h.until(lambda h: h.count(F.FunctionCallResultFrame) == 1)
+            (result,) = h.down(F.FunctionCallResultFrame)
+            assert result.tool_call_id == "t1" and result.result is None and "not JSON" in str(result.error)
+            assert [type(e) for e in reported] == [InvalidToolCallError]
+            h.close()
+            await llm.aclose()
+
+    run(main)
