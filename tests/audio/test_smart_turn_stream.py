@@ -10,7 +10,7 @@ import pytest
 
 from rxvoice.audio import resample
 from rxvoice.audio.turn import (
-    EndOfTurnDetector,
+    EndOfTurnBuffer,
     SmartTurnAnalyzer,
     SmartTurnBatcher,
     SmartTurnParams,
@@ -22,7 +22,7 @@ from rxvoice.turns import EndOfTurnAnalyzer, EndOfTurnStream, TurnAnalyzerStop
 CHUNK = 320
 
 
-def feed(stream: SmartTurnStream | EndOfTurnDetector, samples: np.ndarray, speech: tuple[float, float],
+def feed(stream: SmartTurnStream | EndOfTurnBuffer, samples: np.ndarray, speech: tuple[float, float],
          rate: int = 16000) -> list[bool]:
     """Append ``samples`` in 20 ms chunks, flagged as speech between ``speech`` seconds; the fallback results."""
     n = rate // 50
@@ -53,21 +53,20 @@ def test_smart_turn_is_an_end_of_turn_analyzer(smart_turn_model: Path) -> None:
         batcher.close()
 
 
-def test_stream_judges_like_the_detector(smart_turn_model: Path, booking: np.ndarray,
-                                         segments: list[dict[str, float]]) -> None:
-    """The stream's verdict on the first turn equals EndOfTurnDetector's; complete clears, incomplete keeps."""
+def test_stream_judges_its_buffer_with_the_model(smart_turn_model: Path, booking: np.ndarray,
+                                                 segments: list[dict[str, float]]) -> None:
+    """The stream's verdict is the model's on its buffer's segment; complete clears, incomplete keeps."""
     analyzer = SmartTurnAnalyzer(smart_turn_model)
     first, second = segments[0], segments[1]
     stream = analyzer.open_stream(16000)
-    detector = EndOfTurnDetector(analyzer)
+    buffer = EndOfTurnBuffer(vad_start_secs=0.2)
     stream.update_vad_start_secs(0.2)
-    detector.buffer.update_vad_start_secs(0.2)
     pause = booking[: int((first["end"] + 0.2) * 16000)]
     feed(stream, pause, (first["start"], first["end"]))
-    feed(detector, pause, (first["start"], first["end"]))
+    feed(buffer, pause, (first["start"], first["end"]))
     complete, p = stream.analyze()
-    state, q = detector.analyze_end_of_turn()
-    assert (complete, p) == (state.name == "COMPLETE", q)
+    q = analyzer.probability(buffer.segment())
+    assert (complete, p) == (q > 0.5, q)
     assert not complete and p is not None and p < 0.5
     assert stream.buffer.speech_triggered  # incomplete keeps the turn's audio
     rest = booking[len(pause): int((second["end"] + 0.2) * 16000)]
