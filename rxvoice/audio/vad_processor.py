@@ -54,7 +54,7 @@ AnalyzerSource = VADAnalyzer | Callable[[], VADAnalyzer]
 
 
 class VADProcessor(EventfulProcessor):
-    """Voice activity detection as a stage (the seed's ``vadproc.Processor``).
+    """Voice activity detection as a stage (jargo's ``vadproc.Processor``).
 
     Args:
         analyzer: A VAD analyzer (used by one session at a time), or a factory

@@ -120,6 +120,19 @@ def test_start_frame_announces_the_vad_params_both_ways() -> None:
     assert rec.up_frames()[0].vad_params == params  # type: ignore[attr-defined]
 
 
+def test_a_start_frame_whose_rate_is_no_rate_is_reported_and_the_audio_decides() -> None:
+    """StartFrame(audio_in_sample_rate="16k"): InvalidAudioError on on_error, the params still announced, then
+    the audio's own rate sets the analyzer up and the decisions are the usual ones."""
+    vad = VADProcessor(LoudVAD())
+    errors: list[BaseException] = []
+    vad.events.on("on_error", lambda _src, e: errors.append(e))
+    timeline = [(0.0, F.StartFrame(audio_in_sample_rate="16k")), *audio_timeline(SPEECH)]  # type: ignore[arg-type]
+    rec = FrameMarbles().run(vad, down=timeline)
+    assert [type(e) for e in errors] == [InvalidAudioError]
+    assert rec.down_types()[:2] == ["StartFrame", "SpeechControlParamsFrame"]
+    assert [t for t, _ in vad_frames(rec)] == [600, 1700]
+
+
 def test_params_update_changes_the_stop_delay() -> None:
     """A VADParamsUpdateFrame re-times the stop and is announced again."""
     update = F.VADParamsUpdateFrame(VADParams(start_secs=0.1, stop_secs=0.4, min_volume=0.0))

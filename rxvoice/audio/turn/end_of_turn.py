@@ -3,8 +3,8 @@
 The buffer alone: no model. :class:`~rxvoice.audio.turn.SmartTurnStream`
 puts a judge (the model) on top of it.
 
-This is Pipecat's ``BaseSmartTurn`` buffering (pipecat-behavior §6.2, seed
-§1.5), made pure and deterministic: time is counted in **samples received**,
+This is the buffering of Pipecat 1.14's ``BaseSmartTurn``, made pure and
+deterministic: time is counted in **samples received**,
 not read from a clock, so a recording replayed at any speed (or a marble test
 in virtual time) gives the same segments and the same decisions. A chunk's
 time is the moment it has fully arrived, i.e. the sample count after it,
