@@ -21,10 +21,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from reactivex import abc
 
-from ..errors import ConfigurationError, InvalidAudioError, RxVoiceError
+from ..errors import ConfigurationError, RxVoiceError
 from ..events import EventRegistry
 from ..frames import (
     DOWN,
@@ -40,8 +39,7 @@ from ..frames import (
 )
 from ..pipeline.processor import EventfulProcessor, Port
 from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
-from .pcm import to_float32_mono
-from .resample import StreamResampler
+from .convert import AudioConverter
 from .vad.analyzer import VADAnalyzer
 from .vad.params import VADParams, VADState
 from .vad.silero import SileroVADAnalyzer, analyze_batch
@@ -138,9 +136,7 @@ class _VADSession:
         self.analyzer = owner.new_analyzer()
         self.settings = _settings(self.analyzer, owner)
         self.state = VADControllerState()
-        self.resampler: StreamResampler | None = None
-        self.resample_from = 0
-        self.input_rate = 0
+        self.converter = AudioConverter(self.analyzer)
         self.idle_deadline: float | None = None
         self.idle_handle: abc.DisposableBase | None = None
         self.closed = False
@@ -155,7 +151,10 @@ class _VADSession:
         if t is InputAudioRawFrame:
             self.audio(frame)  # type: ignore[arg-type]
         elif t is StartFrame:
-            self.use_rate(frame.audio_in_sample_rate)  # type: ignore[attr-defined]
+            try:
+                self.use_rate(frame.audio_in_sample_rate)  # type: ignore[attr-defined]
+            except RxVoiceError as exc:  # a StartFrame with a rate that is no rate: reported, the audio decides
+                self.port.report_error(exc, frame)
             self.announce()
         elif t is VADParamsUpdateFrame:
             self.update_params(frame.params)  # type: ignore[attr-defined]
@@ -187,7 +186,7 @@ class _VADSession:
 
     def audio(self, frame: InputAudioRawFrame) -> None:
         try:
-            chunk = self._samples(frame)
+            chunk = self.converter.convert(frame)
         except RxVoiceError as exc:
             self.port.report_error(exc, frame)
             return
@@ -204,32 +203,12 @@ class _VADSession:
             self.verdict(state)
 
     def use_rate(self, rate: int) -> None:
-        """Run the analyzer at ``rate`` when it supports it, else at 16 kHz (the audio is then resampled)."""
-        analyzer = self.analyzer
-        supported = analyzer.supported_sample_rates
-        target = rate if rate in supported else (16000 if 16000 in supported else analyzer.sample_rate)
-        if target != analyzer.sample_rate:
-            analyzer.set_sample_rate(target)  # clears its state: only at start or when the input changes rate
+        """Run the analyzer at ``rate`` when it supports it, else at 16 kHz (the audio is then resampled).
 
-    def _samples(self, frame: InputAudioRawFrame) -> Any:
-        """The frame's audio at the analyzer's rate, mono."""
-        if frame.sample_rate != self.input_rate:
-            self.input_rate = frame.sample_rate
-            self.use_rate(frame.sample_rate)
-        rate = self.analyzer.sample_rate
-        if frame.num_channels == 1 and frame.sample_rate == rate:
-            return frame.audio
-        if len(frame.audio) % (2 * frame.num_channels):
-            raise InvalidAudioError(
-                f"audio holds {len(frame.audio)} bytes, not whole 16-bit {frame.num_channels}-channel samples"
-            )
-        samples = to_float32_mono(np.frombuffer(frame.audio, dtype="<i2"), num_channels=frame.num_channels)
-        if frame.sample_rate == rate:
-            return samples
-        if self.resampler is None or self.resample_from != frame.sample_rate or self.resampler.out_rate != rate:
-            self.resampler = StreamResampler(frame.sample_rate, rate)
-            self.resample_from = frame.sample_rate
-        return self.resampler.process(samples)
+        Raises:
+            InvalidAudioError: not a sample rate.
+        """
+        self.converter.use_rate(rate)
 
     def verdict(self, analyzer_state: VADState) -> None:
         """Turn the analyzer's state after a chunk into frames.

@@ -1,4 +1,4 @@
-"""The end-of-turn buffer (sample-count timing) and the detector around Smart Turn."""
+"""The end-of-turn buffer (sample-count timing), and the Smart Turn stream on top of it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from rxvoice.audio.turn import (
     EndOfTurnBuffer,
-    EndOfTurnDetector,
     EndOfTurnState,
     SmartTurnAnalyzer,
     SmartTurnParams,
@@ -106,14 +105,14 @@ def test_timing_is_by_samples_not_chunking() -> None:
     np.testing.assert_array_equal(a.segment(), b.segment())
 
 
-def test_detector(smart_turn_model: Path, booking: np.ndarray) -> None:
-    detector = EndOfTurnDetector(SmartTurnAnalyzer(smart_turn_model))
-    assert detector.analyze_end_of_turn() == (INC, None)
-    # "Boston, next Friday." then 0.2 s: the first turn of the booking call.
+def test_stream_judges_the_first_booking_turn(smart_turn_model: Path, booking: np.ndarray) -> None:
+    """Nothing buffered: no model run; "Boston, next Friday." then 0.2 s: complete, and the buffer is cleared."""
+    stream = SmartTurnAnalyzer(smart_turn_model).open_stream(16000)
+    assert stream.analyze() == (False, None) and stream.analyses == 0
     end = round(5.596 * 16000)
     for i in range(0, end, 320):
         is_speech = 0.5 * 16000 <= i < 5.396 * 16000
-        detector.append_audio(booking[i : min(i + 320, end)], is_speech)
-    state, probability = detector.analyze_end_of_turn()
-    assert state is COMP and probability is not None and probability > 0.5
-    assert not detector.buffer.speech_triggered
+        stream.append_audio(booking[i : min(i + 320, end)].tobytes(), is_speech)
+    complete, probability = stream.analyze()
+    assert complete and probability is not None and probability > 0.5
+    assert not stream.buffer.speech_triggered and stream.analyses == 1

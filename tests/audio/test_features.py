@@ -94,3 +94,21 @@ def test_extractor_reuse_and_shape_check() -> None:
     np.testing.assert_array_equal(extractor(x), out)
     with pytest.raises(InvalidAudioError, match="128000"):
         extractor(np.zeros(1000, np.float32))
+
+
+def test_the_banded_mel_product_gives_the_dense_features(turn_audio: dict[str, np.ndarray]) -> None:
+    """The filterbank's zeros left out: every row covered, nothing but zeros outside the bands, and on real
+    speech exactly the float32 features of the dense product."""
+    banded = WhisperFeatures()
+    assert banded._bands is not None  # this BLAS passed the once-per-process check
+    rows = [r for r0, r1, *_ in banded._bands for r in range(r0, r1)]
+    assert rows == list(range(80))
+    for r0, r1, lo, hi, weights in banded._bands:
+        outside = np.delete(banded._filters_t[r0:r1], np.s_[lo:hi], axis=1)
+        assert not outside.any() and weights.shape == (r1 - r0, hi - lo)
+        np.testing.assert_array_equal(weights, banded._filters_t[r0:r1, lo:hi])
+    dense = WhisperFeatures()
+    dense._bands = None  # as with a BLAS that failed the check
+    for clip in turn_audio.values():
+        x = fit_window(clip.astype(np.float32) / 32768)
+        assert np.array_equal(banded(x), dense(x))

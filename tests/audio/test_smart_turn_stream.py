@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from rxvoice.audio import resample
 from rxvoice.audio.turn import (
-    EndOfTurnDetector,
+    EndOfTurnBuffer,
     SmartTurnAnalyzer,
     SmartTurnBatcher,
     SmartTurnParams,
@@ -22,7 +24,7 @@ from rxvoice.turns import EndOfTurnAnalyzer, EndOfTurnStream, TurnAnalyzerStop
 CHUNK = 320
 
 
-def feed(stream: SmartTurnStream | EndOfTurnDetector, samples: np.ndarray, speech: tuple[float, float],
+def feed(stream: SmartTurnStream | EndOfTurnBuffer, samples: np.ndarray, speech: tuple[float, float],
          rate: int = 16000) -> list[bool]:
     """Append ``samples`` in 20 ms chunks, flagged as speech between ``speech`` seconds; the fallback results."""
     n = rate // 50
@@ -53,21 +55,20 @@ def test_smart_turn_is_an_end_of_turn_analyzer(smart_turn_model: Path) -> None:
         batcher.close()
 
 
-def test_stream_judges_like_the_detector(smart_turn_model: Path, booking: np.ndarray,
-                                         segments: list[dict[str, float]]) -> None:
-    """The stream's verdict on the first turn equals EndOfTurnDetector's; complete clears, incomplete keeps."""
+def test_stream_judges_its_buffer_with_the_model(smart_turn_model: Path, booking: np.ndarray,
+                                                 segments: list[dict[str, float]]) -> None:
+    """The stream's verdict is the model's on its buffer's segment; complete clears, incomplete keeps."""
     analyzer = SmartTurnAnalyzer(smart_turn_model)
     first, second = segments[0], segments[1]
     stream = analyzer.open_stream(16000)
-    detector = EndOfTurnDetector(analyzer)
+    buffer = EndOfTurnBuffer(vad_start_secs=0.2)
     stream.update_vad_start_secs(0.2)
-    detector.buffer.update_vad_start_secs(0.2)
     pause = booking[: int((first["end"] + 0.2) * 16000)]
     feed(stream, pause, (first["start"], first["end"]))
-    feed(detector, pause, (first["start"], first["end"]))
+    feed(buffer, pause, (first["start"], first["end"]))
     complete, p = stream.analyze()
-    state, q = detector.analyze_end_of_turn()
-    assert (complete, p) == (state.name == "COMPLETE", q)
+    q = analyzer.probability(buffer.segment())
+    assert (complete, p) == (q > 0.5, q)
     assert not complete and p is not None and p < 0.5
     assert stream.buffer.speech_triggered  # incomplete keeps the turn's audio
     rest = booking[len(pause): int((second["end"] + 0.2) * 16000)]
@@ -173,6 +174,64 @@ def test_batcher_isolates_a_bad_window(smart_turn_model: Path, turn_audio: dict[
         assert futures[0].result(timeout=30) == futures[2].result(timeout=30) == analyzer.probability(good)
         with pytest.raises(InvalidAudioError):
             futures[1].result(timeout=30)
+    finally:
+        batcher.close()
+
+
+def recording(analyzer: SmartTurnAnalyzer, threads: list[str]) -> None:
+    """Make the analyzer note the thread each batched model call runs on."""
+    real = analyzer.probabilities
+
+    def probabilities(windows: Any) -> list[float]:
+        threads.append(threading.current_thread().name)
+        return real(windows)
+
+    analyzer.probabilities = probabilities  # type: ignore[method-assign]
+
+
+def test_blocking_callers_lead_their_own_batch(smart_turn_model: Path, turn_audio: dict[str, np.ndarray]) -> None:
+    """Four threads asking at once: one of them runs one model call for all four; no model thread of its own."""
+    analyzer = SmartTurnAnalyzer(smart_turn_model)
+    clips = list(turn_audio.values())[:4]
+    alone = [analyzer.probability(c) for c in clips]
+    ran_on: list[str] = []
+    recording(analyzer, ran_on)
+    batcher = SmartTurnBatcher(analyzer, max_batch=4, window=1.0)
+    results: dict[int, float] = {}
+    before = {t.name for t in threading.enumerate()}
+
+    def ask(i: int) -> None:
+        results[i] = batcher.probability(clips[i])
+
+    callers = [threading.Thread(target=ask, args=(i,), name=f"caller-{i}") for i in range(4)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(timeout=60)
+    try:
+        assert [results[i] for i in range(4)] == alone
+        assert batcher.calls == 1 and batcher.judged == 4
+        assert len(ran_on) == 1 and ran_on[0].startswith("caller-")
+        assert {t.name for t in threading.enumerate()} - before == set()
+    finally:
+        batcher.close()
+
+
+def test_submitted_windows_are_judged_on_the_shared_pool(
+    smart_turn_model: Path, turn_audio: dict[str, np.ndarray]
+) -> None:
+    """Nobody waits to lead: a drain job on rxvoice's shared worker pool judges what was submitted."""
+    analyzer = SmartTurnAnalyzer(smart_turn_model)
+    clip = next(iter(turn_audio.values()))
+    expected = analyzer.probability(clip)
+    ran_on: list[str] = []
+    recording(analyzer, ran_on)
+    batcher = SmartTurnBatcher(analyzer)
+    try:
+        futures = [batcher.submit(clip) for _ in range(3)]
+        assert [f.result(timeout=60) for f in futures] == [expected] * 3
+        assert ran_on and all(name.startswith("rxvoice-worker") for name in ran_on)
+        assert batcher.judged == 3 and batcher.calls <= 3
     finally:
         batcher.close()
 

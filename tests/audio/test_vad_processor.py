@@ -15,7 +15,7 @@ from rxvoice.audio import resample
 from rxvoice.audio.pcm import Float32Array
 from rxvoice.audio.vad import SileroVADAnalyzer, VADAnalyzer, VADParams
 from rxvoice.audio.vad_processor import VADBatcher, VADProcessor
-from rxvoice.errors import ConfigurationError, InvalidAudioError
+from rxvoice.errors import ConfigurationError, InvalidAudioError, InvalidFrameFieldError
 from rxvoice.testing import FrameMarbles, Recording
 
 CHUNK = 0.02
@@ -118,6 +118,15 @@ def test_start_frame_announces_the_vad_params_both_ways() -> None:
     rec = FrameMarbles().run(VADProcessor(LoudVAD(params=params)), down=[(0.0, F.StartFrame())])
     assert rec.down_types() == ["StartFrame", "SpeechControlParamsFrame"]
     assert rec.up_frames()[0].vad_params == params  # type: ignore[attr-defined]
+
+
+def test_a_start_frame_whose_rate_is_no_rate_is_refused_and_the_audio_decides() -> None:
+    """StartFrame(audio_in_sample_rate="16k") cannot be made (a typed error); with no start frame the audio's
+    own rate sets the analyzer up and the decisions are the usual ones."""
+    with pytest.raises(InvalidFrameFieldError):
+        F.StartFrame(audio_in_sample_rate="16k")  # type: ignore[arg-type]
+    rec = FrameMarbles().run(VADProcessor(LoudVAD()), down=audio_timeline(SPEECH))
+    assert [t for t, _ in vad_frames(rec)] == [600, 1700]
 
 
 def test_params_update_changes_the_stop_delay() -> None:

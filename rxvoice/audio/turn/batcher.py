@@ -2,26 +2,31 @@
 
 A server running many conversations asks Smart Turn for a verdict at every
 pause of every caller. One ONNX call on a batch of N windows costs much less
-than N calls, so :class:`SmartTurnBatcher` gathers the windows that are
-waiting and judges them together on one model thread:
+than N calls, so :class:`SmartTurnBatcher` judges the windows that are
+waiting together:
 
-* :meth:`SmartTurnBatcher.submit` hands a window in (from any thread) and
-  returns a future at once; the model thread takes **everything queued** when
-  it is free (up to ``max_batch``), runs one ``probabilities`` call and
-  settles the futures. Windows that arrive while a batch runs form the next
-  one, so a loaded server batches by itself and an idle one adds no delay.
-  ``window`` (seconds, default 0) optionally waits a little after the first
-  arrival for company.
+* :meth:`SmartTurnBatcher.probability` (blocking, what a stream's analysis
+  calls on its worker) queues a window and waits. Whoever waits while no
+  batch is running leads the next one: it takes **everything queued** (up
+  to ``max_batch``), runs one ``probabilities`` call and settles every
+  future in it, then hands over to the next waiter. Windows that arrive
+  while a batch runs form the next one, so a loaded server batches by
+  itself and an idle one adds no delay. ``window`` (seconds, default 0)
+  optionally lets a leader wait that long for a full batch first.
+* :meth:`SmartTurnBatcher.submit` (non-blocking) queues a window and
+  returns a future; when nobody is waiting to lead, a job on rxvoice's
+  shared worker pool (:func:`rxvoice.workers.shared_pool`) drains the queue.
 * Used as an *offload* (``pair.user().offload = batcher``), it runs each
-  session's analysis job on a small pool of waiter threads, so many sessions'
-  :class:`~rxvoice.audio.turn.SmartTurnStream` analyses can block on the
-  batcher at the same time (the default offload is one worker thread, which
-  would judge them one by one).
+  session's analysis job on waiter threads of its own, so many sessions'
+  :class:`~rxvoice.audio.turn.SmartTurnStream` analyses can wait for one
+  batch at the same time. These threads cannot be the shared pool's: an
+  analysis job blocks until its batch is judged, so on a pool of two workers
+  a batch could never hold more than two windows, and every other stage's
+  work would queue behind the waiting jobs.
 
 The results are exactly those of unbatched calls (the model's batch rows are
-independent; tests check equality). The model thread is real infrastructure,
-like a thread pool: nothing of a session's logic runs on it, and its answers
-re-enter each session through the session's gate.
+independent; tests check equality). Nothing of a session's logic runs on
+these threads: answers re-enter each session through the session's gate.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import ConfigurationError, ModelError
+from ...workers import shared_pool
 from ..pcm import AudioInput
 from .params import SmartTurnParams
 from .smart_turn import SmartTurnAnalyzer
@@ -53,8 +59,8 @@ class SmartTurnBatcher:
         analyzer: The Smart Turn analyzer (model) to run; default: a
             :class:`SmartTurnAnalyzer` with the model found the usual way.
         max_batch: The most windows in one model call.
-        window: Seconds to wait after the first window of an idle batcher for
-            others to join (0: run at once; batches still form under load).
+        window: Seconds a leader waits for a full batch before it judges what
+            is queued (0: at once; batches still form under load).
         waiters: Threads that run offloaded analysis jobs (see the module
             docstring); at least the number of sessions expected to pause
             at the same moment.
@@ -86,7 +92,9 @@ class SmartTurnBatcher:
         self._waiters = waiters
         self._queue: deque[_Job] = deque()
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._running = False  # a leader is taking or judging a batch
+        self._waiting = 0  # callers of probability() waiting for their window
+        self._driving = False  # a drain job is on the shared pool
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._closed = False
         self.calls = 0
@@ -104,18 +112,30 @@ class SmartTurnBatcher:
         """
         future: concurrent.futures.Future[float] = concurrent.futures.Future()
         with self._cond:
-            if self._closed:
-                raise ModelError("this SmartTurnBatcher is closed")
-            self._queue.append((samples, future))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="rxvoice-smart-turn", daemon=True)
-                self._thread.start()
-            self._cond.notify()
+            self._enqueue(samples, future)
+            drive = self._needs_driver()
+        if drive:
+            self._start_driver()
         return future
 
     def probability(self, samples: AudioInput) -> float:
-        """Submit and wait: the probability of one window, judged with whatever else is waiting."""
-        return self.submit(samples).result()
+        """The probability of one window, judged with whatever else is waiting (blocks; may lead the batch)."""
+        future: concurrent.futures.Future[float] = concurrent.futures.Future()
+        with self._cond:
+            self._enqueue(samples, future)
+            self._waiting += 1
+            try:
+                while not future.done():
+                    if self._running:
+                        self._cond.wait()
+                    else:
+                        self._lead()
+            finally:
+                self._waiting -= 1
+            drive = self._needs_driver()
+        if drive:
+            self._start_driver()
+        return future.result()
 
     def probabilities(self, windows: Sequence[AudioInput]) -> list[float]:
         """Submit several windows and wait for all of them."""
@@ -131,29 +151,62 @@ class SmartTurnBatcher:
         """A session's end-of-turn stream whose verdicts go through this batcher (``EndOfTurnAnalyzer``)."""
         return SmartTurnStream(self.probability, sample_rate, self.analyzer.params)
 
-    def _take(self) -> list[_Job] | None:
-        with self._cond:
-            while not self._queue and not self._closed:
-                self._cond.wait()
-            if not self._queue:
-                return None
-            if self.window > 0 and len(self._queue) < self.max_batch and not self._closed:
-                self._cond.wait(self.window)  # company for the first window; real time, on this thread only
-            n = min(len(self._queue), self.max_batch)
-            return [self._queue.popleft() for _ in range(n)]
+    # -- leading a batch (the lock is held on entry and exit) ---------------------------
 
-    def _serve(self) -> None:
-        while True:
-            batch = self._take()
-            if batch is None:
-                return
-            live = [(w, f) for w, f in batch if f.set_running_or_notify_cancel()]
-            if live:
-                self._run(live)
+    def _enqueue(self, samples: AudioInput, future: concurrent.futures.Future[float]) -> None:
+        if self._closed:
+            raise ModelError("this SmartTurnBatcher is closed")
+        self._queue.append((samples, future))
+        self._cond.notify_all()  # a leader waiting for company counts the queue again
+
+    def _lead(self) -> None:
+        """Take the next batch and judge it, the lock released meanwhile."""
+        self._running = True
+        try:
+            if self.window > 0:  # real time, on this caller's thread only
+                self._cond.wait_for(lambda: len(self._queue) >= self.max_batch or self._closed, self.window)
+            n = min(len(self._queue), self.max_batch)
+            batch = [self._queue.popleft() for _ in range(n)]
+            self._cond.release()
+            try:
+                live = [(w, f) for w, f in batch if f.set_running_or_notify_cancel()]
+                if live:
+                    self._run(live)
+            finally:
+                self._cond.acquire()
+        finally:
+            self._running = False
+            self._cond.notify_all()
+
+    def _needs_driver(self) -> bool:
+        """Whether queued windows have nobody to judge them (then a drain job is marked as started)."""
+        if self._queue and not self._running and not self._waiting and not self._driving:
+            self._driving = True
+            return True
+        return False
+
+    def _start_driver(self) -> None:
+        try:
+            shared_pool().submit(self._drain)
+        except RuntimeError:  # the pool refuses work at interpreter exit: drain here
+            self._drain()
+
+    def _drain(self) -> None:
+        """The shared pool's job: lead batches until the queue is empty or a waiter leads."""
+        with self._cond:
+            try:
+                while self._queue and not self._running:
+                    self._lead()
+            finally:
+                self._driving = False
+                drive = self._needs_driver()
+        if drive:
+            self._start_driver()
 
     def _run(self, batch: list[_Job]) -> None:
-        self.calls += 1
-        self.judged += len(batch)
+        with self._cond:
+            self.calls += 1
+            self.judged += len(batch)
         try:
             results = self.analyzer.probabilities([w for w, _ in batch])
         except Exception:
@@ -189,7 +242,7 @@ class SmartTurnBatcher:
         return pool.submit(job)
 
     def close(self) -> None:
-        """Stop the threads once the queued windows are judged; later submissions raise."""
+        """Refuse later submissions; the queued windows are still judged, then the waiter threads end."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()

@@ -1,7 +1,10 @@
 """The end-of-turn audio buffer: what Smart Turn should hear, and the silence fallback.
 
-This is Pipecat's ``BaseSmartTurn`` buffering (as in Pipecat 1.14 and jargo), made
-pure and deterministic: time is counted in **samples received**,
+The buffer alone: no model. :class:`~rxvoice.audio.turn.SmartTurnStream`
+puts a judge (the model) on top of it.
+
+This is the buffering of Pipecat 1.14's ``BaseSmartTurn``, made pure and
+deterministic: time is counted in **samples received**,
 not read from a clock, so a recording replayed at any speed (or a marble test
 in virtual time) gives the same segments and the same decisions. A chunk's
 time is the moment it has fully arrived, i.e. the sample count after it,
@@ -17,9 +20,6 @@ which is what Pipecat's arrival timestamps measure on a live stream.
   chunks from ``speech start − (pre_speech_ms + vad_start_secs · 1000)`` on
   (the VAD confirms speech ``start_secs`` after it began, and a little lead-in
   helps the model), the last ``max_duration_secs`` of them, at 16 kHz.
-* :class:`EndOfTurnDetector` adds the model: complete iff p > 0.5; COMPLETE
-  clears the buffer, INCOMPLETE keeps it so the next pause re-judges the
-  whole, longer turn.
 """
 
 from __future__ import annotations
@@ -28,14 +28,13 @@ import math
 
 import numpy as np
 
-from ...errors import ConfigurationError, InvalidAudioError
+from ...errors import ConfigurationError
 from ..pcm import AudioInput, Float32Array, to_float32_mono
 from ..resample import resample
 from .features import SAMPLE_RATE
 from .params import EndOfTurnState, SmartTurnParams
-from .smart_turn import COMPLETE_THRESHOLD, SmartTurnAnalyzer
 
-__all__ = ["EndOfTurnBuffer", "EndOfTurnDetector", "EndOfTurnState", "SmartTurnParams"]
+__all__ = ["EndOfTurnBuffer", "EndOfTurnState", "SmartTurnParams"]
 
 
 class EndOfTurnBuffer:
@@ -176,44 +175,3 @@ class EndOfTurnBuffer:
         if self._sample_rate != SAMPLE_RATE:
             audio = resample(audio, self._sample_rate, SAMPLE_RATE)
         return audio
-
-
-class EndOfTurnDetector:
-    """An :class:`EndOfTurnBuffer` plus the model: Pipecat's local Smart Turn analyzer.
-
-    :meth:`analyze_end_of_turn` is synchronous (tens of milliseconds): call it
-    off the event loop.
-    """
-
-    def __init__(
-        self,
-        analyzer: SmartTurnAnalyzer,
-        *,
-        sample_rate: int = SAMPLE_RATE,
-        params: SmartTurnParams | None = None,
-    ) -> None:
-        """Wrap ``analyzer`` with a fresh buffer."""
-        self.analyzer = analyzer
-        self.buffer = EndOfTurnBuffer(sample_rate, params)
-
-    def append_audio(self, pcm: AudioInput, is_speech: bool) -> EndOfTurnState:
-        """See :meth:`EndOfTurnBuffer.append_audio`."""
-        return self.buffer.append_audio(pcm, is_speech)
-
-    def analyze_end_of_turn(self) -> tuple[EndOfTurnState, float | None]:
-        """Judge the buffered turn: ``(state, probability)``.
-
-        An empty segment gives ``(INCOMPLETE, None)`` without running the model.
-        COMPLETE clears the buffer; INCOMPLETE keeps it.
-        """
-        audio = self.buffer.segment()
-        if audio.shape[0] == 0:
-            return EndOfTurnState.INCOMPLETE, None
-        try:
-            probability = self.analyzer.probability(audio)
-        except InvalidAudioError:
-            return EndOfTurnState.INCOMPLETE, None
-        if probability > COMPLETE_THRESHOLD:
-            self.buffer.clear()
-            return EndOfTurnState.COMPLETE, probability
-        return EndOfTurnState.INCOMPLETE, probability

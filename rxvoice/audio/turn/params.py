@@ -1,7 +1,7 @@
-"""Smart Turn's small value types: the verdict and the buffering parameters.
+"""Smart Turn's small value types: the verdict, its threshold and the buffering parameters.
 
-Kept apart from the analyzer and the buffer so both can use them without
-importing each other.
+Kept apart from the analyzer, the buffer and the stream so each can use them
+without importing the others.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from dataclasses import dataclass
 
 from ...errors import ConfigurationError
 
-__all__ = ["EndOfTurnState", "SmartTurnParams"]
+__all__ = ["COMPLETE_THRESHOLD", "EndOfTurnState", "SmartTurnParams"]
+
+COMPLETE_THRESHOLD = 0.5
+"""The turn is complete iff Smart Turn's probability is above this."""
 
 
 class EndOfTurnState(enum.Enum):

@@ -11,24 +11,26 @@ graph optimization; spinning is off so the pool does not fight numpy's.
 The model's ``logits`` output already holds the sigmoid probability; the turn
 is complete iff it is above 0.5 (:data:`COMPLETE_THRESHOLD`).
 
-Exactness: the model is int8-quantized (QDQ), and its output jumps when an
-intermediate value lands in another quantization bin, so tiny arithmetic
-differences move the probability a lot (up to ±0.58 on the shared fixtures).
-On x64 CPUs without VNNI, onnxruntime's default int8 kernels saturate
-intermediate sums and disagree with VNNI machines, where the reference
-numbers were made; ``session.x64quantprecision`` selects its exact kernels,
-which reproduce the reference to ~4e-4 on every fixture, for ~10 % more time.
-That is the default here (``exact_quantization=True``); Pipecat does not set
-it, so on such CPUs Pipecat itself misses its own reference numbers.
+Kernels: the model is int8-quantized (QDQ) and its output jumps when an
+intermediate value lands in another quantization bin, so onnxruntime's int8
+kernels must be exact for the probabilities to be the reference ones. On
+some CPUs the default kernels are exact; on x86-64 without VNNI they are not
+(up to ±0.58 off) and ``session.x64quantprecision`` selects exact ones, at a
+cost in time there. By default (``exact_quantization=None``) the first
+analyzer of a process runs a short self-check (:mod:`.kernels`) and every
+analyzer takes the kernels it found faithful, so the probabilities are the
+reference ones on every CPU, at the default kernels' speed wherever those
+are exact. Pipecat always runs the default kernels.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import onnxruntime as ort
@@ -36,15 +38,14 @@ import onnxruntime as ort
 from ...errors import ConfigurationError, InvalidAudioError, ModelError
 from ..pcm import AudioInput, to_float32_mono
 from .features import N_FRAMES, N_MELS, WhisperFeatures, fit_window
-from .model import find_model
-from .params import SmartTurnParams
-
-if TYPE_CHECKING:
-    from .stream import SmartTurnStream
+from .kernels import CHECK_PROBABILITY, KernelCheck, KernelChoice, check_window, choose_kernels
+from .model import MODEL_SHA256, find_model, sha256_file
+from .params import COMPLETE_THRESHOLD, SmartTurnParams
+from .stream import SmartTurnStream
 
 __all__ = ["COMPLETE_THRESHOLD", "SmartTurnAnalyzer"]
 
-COMPLETE_THRESHOLD = 0.5
+log = logging.getLogger("rxvoice.audio.turn")
 
 
 class _SharedSession:
@@ -74,6 +75,20 @@ class _SharedSession:
             )
         self.features = WhisperFeatures()
 
+    def run(self, batch: np.ndarray[Any, np.dtype[np.float32]]) -> list[float]:
+        """The probabilities of a (n, 80, 800) batch of features."""
+        try:
+            (logits,) = self.session.run(["logits"], {"input_features": batch})
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise ModelError(f"Smart Turn inference failed: {exc}") from exc
+        return [float(p) for p in np.asarray(logits).reshape(batch.shape[0])]
+
+    def window_probability(self, samples: np.ndarray[Any, np.dtype[np.float32]]) -> float:
+        """The probability of one 16 kHz float32 window (the kernel self-check)."""
+        batch = np.empty((1, N_MELS, N_FRAMES), dtype=np.float32)
+        self.features(fit_window(samples), out=batch[0])
+        return self.run(batch)[0]
+
 
 class SmartTurnAnalyzer:
     """End-of-turn probability of 16 kHz speech with Smart Turn v3.2.
@@ -85,6 +100,7 @@ class SmartTurnAnalyzer:
     """
 
     _sessions: ClassVar[dict[tuple[str, int, bool], _SharedSession]] = {}
+    _checks: ClassVar[dict[tuple[str, int], KernelCheck]] = {}
     _sessions_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(
@@ -92,7 +108,7 @@ class SmartTurnAnalyzer:
         model_path: str | os.PathLike[str] | None = None,
         *,
         threads: int = 1,
-        exact_quantization: bool = True,
+        exact_quantization: bool | None = None,
         params: SmartTurnParams | None = None,
     ) -> None:
         """Load (or reuse) the shared session for the model.
@@ -100,31 +116,84 @@ class SmartTurnAnalyzer:
         Args:
             model_path: the ``.onnx`` file; None looks it up (``model.find_model``).
             threads: onnxruntime intra-op threads (Pipecat's ``cpu_count``).
-            exact_quantization: ask onnxruntime for its exact int8 kernels on
-                x64 CPUs without VNNI (see the module docstring); False trades
-                faithfulness for ~10 % speed on those CPUs.
+            exact_quantization: which int8 kernels to run. ``None`` (the
+                default): the ones a self-check found faithful on this CPU,
+                decided once per process (see :mod:`rxvoice.audio.turn.kernels`);
+                ``True``: onnxruntime's exact kernels; ``False``: its default
+                kernels, as Pipecat runs them, faithful or not.
             params: Buffering of the streams it opens (:meth:`open_stream`);
                 Pipecat's defaults.
 
         Raises:
             ModelNotFoundError: the model file cannot be found.
             ModelError: it cannot be loaded or is not Smart Turn.
-            ConfigurationError: ``threads`` is not a positive int, or bad ``params``.
+            ConfigurationError: ``threads`` is not a positive int, bad ``params``,
+                or ``exact_quantization`` is not a bool or None.
         """
         if params is not None and not isinstance(params, SmartTurnParams):
             raise ConfigurationError(f"params must be a SmartTurnParams, not {type(params).__name__}")
         self.params = params or SmartTurnParams()
         if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 64:
             raise ConfigurationError(f"threads must be an int from 1 to 64, got {threads!r}")
+        if exact_quantization is not None and not isinstance(exact_quantization, bool):
+            raise ConfigurationError(f"exact_quantization must be True, False or None, got {exact_quantization!r}")
         self._path = find_model(model_path)
         self._threads = threads
-        key = (str(self._path.resolve()), threads, bool(exact_quantization))
+        path = str(self._path.resolve())
         with self._sessions_lock:
-            shared = self._sessions.get(key)
-            if shared is None:
-                shared = _SharedSession(self._path, threads, bool(exact_quantization))
-                self._sessions[key] = shared
-        self._shared = shared
+            check: KernelCheck | None = None
+            if exact_quantization is None:
+                check = self._checks.get((path, threads))
+                if check is None:
+                    check = self._checks[(path, threads)] = self._check_kernels(path, threads)
+                exact = check.kernels == "exact"
+            else:
+                exact = exact_quantization
+            self._shared = self._session(path, threads, exact)
+        self._check = check
+        self._kernels: KernelChoice = "exact" if exact else "default"
+
+    @classmethod
+    def _session(cls, path: str, threads: int, exact: bool) -> _SharedSession:
+        """The shared session (created on first use); the caller holds the lock."""
+        shared = cls._sessions.get((path, threads, exact))
+        if shared is None:
+            shared = cls._sessions[(path, threads, exact)] = _SharedSession(Path(path), threads, exact)
+        return shared
+
+    @classmethod
+    def _check_kernels(cls, path: str, threads: int) -> KernelCheck:
+        """The self-check (see :mod:`.kernels`); a session loaded only for it is released again."""
+        loaded = set(cls._sessions)
+        window = check_window().astype(np.float32) / np.float32(32768.0)
+        expected = CHECK_PROBABILITY if sha256_file(path) == MODEL_SHA256 else None
+        check = choose_kernels(
+            expected,
+            lambda: cls._session(path, threads, False).window_probability(window),
+            lambda: cls._session(path, threads, True).window_probability(window),
+        )
+        for kernels in (False, True):
+            key = (path, threads, kernels)
+            if key not in loaded and kernels != (check.kernels == "exact"):
+                cls._sessions.pop(key, None)
+        if check.faithful:
+            log.info("%s", check.describe())
+        else:
+            log.warning(
+                "%s: neither reproduces the reference probabilities on this CPU; Smart Turn's "
+                "verdicts may differ from Pipecat's published ones", check.describe()
+            )
+        return check
+
+    @property
+    def kernels(self) -> KernelChoice:
+        """The int8 kernels this analyzer runs: ``"default"`` or ``"exact"``."""
+        return self._kernels
+
+    @property
+    def kernel_check(self) -> KernelCheck | None:
+        """What the self-check found (``None`` when ``exact_quantization`` was given)."""
+        return self._check
 
     @property
     def model_path(self) -> Path:
@@ -161,11 +230,7 @@ class SmartTurnAnalyzer:
         extract = self._shared.features
         for i, samples in enumerate(windows):
             extract(fit_window(self._samples(samples)), out=batch[i])
-        try:
-            (logits,) = self._shared.session.run(["logits"], {"input_features": batch})
-        except Exception as exc:  # onnxruntime raises its own exception types
-            raise ModelError(f"Smart Turn inference failed: {exc}") from exc
-        return [float(p) for p in np.asarray(logits).reshape(len(windows))]
+        return self._shared.run(batch)
 
     def open_stream(self, sample_rate: int = 16000) -> SmartTurnStream:
         """A session's end-of-turn stream for mono 16-bit audio at ``sample_rate`` Hz.
@@ -177,8 +242,6 @@ class SmartTurnAnalyzer:
         Raises:
             ConfigurationError: a rate outside 1000..384000 Hz.
         """
-        from .stream import SmartTurnStream
-
         return SmartTurnStream(self.probability, sample_rate, self.params)
 
     def is_complete(self, samples: AudioInput) -> bool:

@@ -19,8 +19,7 @@ from collections.abc import Callable
 from ...errors import InvalidAudioError
 from ..pcm import AudioInput, Float32Array
 from .end_of_turn import EndOfTurnBuffer
-from .params import EndOfTurnState, SmartTurnParams
-from .smart_turn import COMPLETE_THRESHOLD
+from .params import COMPLETE_THRESHOLD, EndOfTurnState, SmartTurnParams
 
 __all__ = ["SmartTurnStream"]
 
