@@ -13,7 +13,17 @@ from .config import (
     default_start_strategies,
     default_stop_strategies,
 )
+from .completion import (
+    Completion,
+    CompletionRules,
+    CompletionVerdict,
+    WordRules,
+    completion_rules,
+    judge_completion,
+    register_completion,
+)
 from .controller import TurnController, TurnState
+from .fused import FusedTurnState, FusedTurnStop
 from .idle import IdleState
 from .mute import (
     AlwaysUserMute,
@@ -40,6 +50,9 @@ __all__ = [
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
     "AnalyzerSession",
+    "Completion",
+    "CompletionRules",
+    "CompletionVerdict",
     "Deferred",
     "EmptyUserTurnConfig",
     "EndOfTurnAnalyzer",
@@ -49,6 +62,8 @@ __all__ = [
     "ExternalStop",
     "ExternalStrategies",
     "FirstSpeechUserMute",
+    "FusedTurnState",
+    "FusedTurnStop",
     "FunctionCallUserMute",
     "IdleState",
     "MinWordsStart",
@@ -69,7 +84,11 @@ __all__ = [
     "UserTurnStrategies",
     "VADStart",
     "WakePhraseStart",
+    "WordRules",
+    "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",
     "inline_offload",
+    "judge_completion",
+    "register_completion",
 ]

@@ -86,6 +86,7 @@ class FusedTurnState(NamedTuple):
     asked_at: float = 0.0
     stt_timeout: float = 0.0
     stt_known: bool = False
+    answered: bool = False
 
 
 def _seconds(name: str, value: object, high: float = 30.0) -> None:
@@ -207,7 +208,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         return _NO_WORDS if s.grace_done else None
 
     def _decide(self, s: FusedTurnState, now: float, effects: list[Effect]) -> tuple[FusedTurnState, Effects]:
-        if s.speaking or not s.vad_stopped:
+        if s.speaking or not s.vad_stopped or s.answered:
             return s, tuple(effects)
         words = self._words_of_last_speech(s)
         if words is None:
@@ -215,7 +216,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         need = self.needed_silence(words, s.model_complete)
         silence = now - s.speech_end
         if silence >= need - _EPS:
-            return s, (*effects, *_TIMERS, *stopped())
+            return s._replace(answered=True), (*effects, *_TIMERS, *stopped())
         return s, (*effects, Arm("decide", need - silence))
 
     def _ask(self, s: FusedTurnState, now: float, effects: list[Effect]) -> FusedTurnState:
@@ -256,7 +257,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             secs = float(getattr(frame, "start_secs", 0.0))
             s = s._replace(
                 speaking=True, vad_stopped=False, no_vad=False, model_complete=False, probability=None,
-                grace_done=False, stt_done=False, segment=s.segment + 1, reanalyze=False,
+                grace_done=False, stt_done=False, segment=s.segment + 1, reanalyze=False, answered=False,
             )
             if self.analyzer is None:
                 return s, _TIMERS
@@ -291,7 +292,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
                 wait = self.transcript_timeout
                 if words.completion is Completion.INCOMPLETE:
                     wait = max(wait, self.needed_silence(words, False))
-                return s._replace(no_vad=True), (Disarm("grace"), Disarm("stt"), Arm("decide", wait))
+                return s._replace(no_vad=True, answered=False), (Disarm("grace"), Disarm("stt"), Arm("decide", wait))
             out: list[Effect] = [Disarm("grace")]
             if finalized:
                 out.append(Disarm("stt"))
@@ -309,7 +310,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     def on_timer(self, state: FusedTurnState, key: str, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
         if key == "decide" and s.no_vad:
-            return s, (*_TIMERS, *stopped())
+            return s._replace(answered=True), (*_TIMERS, *stopped())
         if key == "grace":
             s = s._replace(grace_done=True)
         elif key == "stt":
@@ -340,13 +341,14 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     def on_turn_started(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         return state._replace(
             vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, model_complete=False,
-            probability=None, grace_done=False, stt_done=False,
+            probability=None, grace_done=False, stt_done=False, answered=False,
         ), _TIMERS
 
     def on_turn_stopped(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         s = state._replace(
             vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, model_complete=False,
             probability=None, grace_done=False, stt_done=False, segment=state.segment + 1, reanalyze=False,
+            answered=False,
         )
         if self.analyzer is None:
             return s, _TIMERS
