@@ -132,6 +132,8 @@ class WordRules:
         number_cues: words after which a single number is being read ("is", "number"); a
             lone number after other words ("a table for two") is not a sequence.
         domain_endings: words that end an e-mail or web address after "dot" ("com").
+        that_openers: words after which a trailing "that" opens a clause ("I think
+            that", "the thing is that"), unless a question word precedes ("what is that").
         known_words: extra words that show the text is in this language
             (the other lists count too); an unpunctuated text of three
             words or more with none of them is in another language (unsure).
@@ -151,6 +153,7 @@ class WordRules:
     time_suffixes: frozenset[str] = field(default_factory=frozenset)
     number_cues: frozenset[str] = field(default_factory=frozenset)
     domain_endings: frozenset[str] = field(default_factory=frozenset)
+    that_openers: frozenset[str] = field(default_factory=frozenset)
     known_words: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
@@ -160,7 +163,7 @@ class WordRules:
             raise ConfigurationError(f"WordRules needs a script name (e.g. 'LATIN'), got {self.script!r}")
         for name in (
             "unfinished", "fillers", "so_words", "particles", "question_words", "weak_enders", "closers",
-            "closing_phrases", "number_words", "time_suffixes", "number_cues", "domain_endings", "known_words",
+            "closing_phrases", "number_words", "time_suffixes", "number_cues", "domain_endings", "that_openers", "known_words",
         ):
             value = getattr(self, name)
             if isinstance(value, str) or not isinstance(value, Iterable):
@@ -217,6 +220,10 @@ class WordRules:
         if last in self.unfinished:
             if not self._question_ending(words, last):
                 return CompletionVerdict(incomplete, f"ends with {last!r}")
+        if last == "that" and before in self.that_openers:
+            third = words[-3] if len(words) > 2 else ""
+            if not (before in ("is", "was") and third in self.question_words):  # not "what is that"
+                return CompletionVerdict(incomplete, f"an open '{before} that'")
         closing = self._closing(words)
         if closing is not None:
             return CompletionVerdict(Completion.COMPLETE, f"a closing word ({closing!r})")
@@ -383,6 +390,10 @@ def _english() -> WordRules:
         time_suffixes=frozenset({"a m", "p m"}),
         number_cues=_split("is was number code pin zip postcode phone digits reference extension ext"),
         domain_endings=_split("com org net edu gov io co uk us ca de fr au info biz me"),
+        that_openers=_split(
+            "is was think thought said say says know knew hope believe mean means realize realized feel felt "
+            "guess sure glad so such tell told hear heard see suppose noticed found agree thinking"
+        ),
         known_words=_split(
             "it me you him her them us this that these those there here is are was were be been have has "
             "had do does did not no yes a an the i we they he she what which who how why when where "

@@ -32,11 +32,13 @@ UNFINISHED = [
     "So I was wondering if", "preferably in the", "let me read you the", "Yes, the account is under my",
     "I called because", "I'm not sure whether", "We'd leave on a Thursday and", "Oh, and um",
     "I'll pay with, uh", "Hi, I'm", "and then I", "I would", "Thank you for", "I'd like",
+    "So what I was thinking is that", "I just feel that",
 ]
 FINISHED = [
     "Yes, that's right.", "What is the weather like in Paris today?", "Thanks.", "No.", "yes", "no thanks",
     "Okay, bye.", "Thank you very much", "That's all", "I think so.", "Can you help me?",
     "Great, we'll be there at four.", "Around six p.m.", "My email is jordan at gmail dot com.",
+    "What is that?", "I like that.",
 ]
 
 

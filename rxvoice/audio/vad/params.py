@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from ...errors import ConfigurationError
 
-__all__ = ["SMART_TURN_STOP_SECS", "VADParams", "VADState"]
+__all__ = ["SMART_TURN_MIN_VOLUME", "SMART_TURN_STOP_SECS", "VADParams", "VADState"]
 
-SMART_TURN_STOP_SECS = 0.12
+SMART_TURN_STOP_SECS = 0.2
 """VAD ``stop_secs`` for setups where an end-of-turn model (Smart Turn) decides.
 
 Four Silero windows (128 ms): the VAD stop then only marks a pause to judge,
@@ -18,6 +18,9 @@ and the model (with the transcript gate of the stop strategy) decides whether
 the turn ended, so the answer can start ~0.2 s after the last word instead of
 ~0.3 s. See ``docs/audio.md`` ("Answering within 0.25 s") for the trade-off.
 """
+
+SMART_TURN_MIN_VOLUME = 0.6
+"""VAD ``min_volume`` of the recommended Smart Turn setup (:func:`rxvoice.audio.recommended.recommended_turn_setup`)."""
 
 
 class VADState(enum.Enum):
