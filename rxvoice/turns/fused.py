@@ -139,7 +139,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     complete_threshold: float = 0.5
     finished_timeout: float = 0.2
     unsure_timeout: float = 0.8
-    sequence_timeout: float = 1.0
+    sequence_timeout: float = 1.2
     unfinished_timeout: float = 2.0
     transcript_timeout: float = 0.5
     wait_for_transcript: bool = True

@@ -19,7 +19,7 @@ the turn ended, so the answer can start ~0.2 s after the last word instead of
 ~0.3 s. See ``docs/audio.md`` ("Answering within 0.25 s") for the trade-off.
 """
 
-SMART_TURN_MIN_VOLUME = 0.6
+SMART_TURN_MIN_VOLUME = 0.5
 """VAD ``min_volume`` of the recommended Smart Turn setup (:func:`rxvoice.audio.recommended.recommended_turn_setup`)."""
 
 
