@@ -55,6 +55,7 @@ from ..audio.vad import (
 from ..audio.vad.analyzer import WindowAnalysis
 from ..audio.vad_processor import VADProcessor
 from ..context import LLMContext
+from ..errors import ConfigurationError
 from ..frames import DOWN, Direction, Frame
 from ..pipeline import pipeline
 from ..pipeline.bridges import loop_scheduler
@@ -63,7 +64,6 @@ from ..pipeline.session import Session
 from ..pipeline.stage import Stage
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
-from ..errors import ConfigurationError
 from ..turns import FusedTurnStop, SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
 from ..turns.completion import Completion
 from ..turns.strategy import StopStrategy
@@ -142,10 +142,10 @@ class Setup:
             return frozenset({"transcript_timeout"})
         return frozenset({"user_speech_timeout"})
 
-    def _vad_overrides(self) -> dict[str, float]:
+    def _vad_overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.overrides if k in VAD_PARAMETERS}
 
-    def _stop_overrides(self) -> dict[str, float]:
+    def _stop_overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.overrides if k not in VAD_PARAMETERS}
 
     @property
@@ -163,8 +163,6 @@ class Setup:
         return {
             "vad": self.vad,
             "vad_stop_secs": self.vad_params.stop_secs,
-            "vad_min_volume": self.vad_params.min_volume,
-            "overrides": dict(self.overrides),
             "stop": self.stop,
             "smart_turn_model": str(self.model) if self.model else None,
             "model_latency": self.model_latency if self.stop == "smart-turn" and not self.realtime else None,
@@ -510,9 +508,10 @@ def _stop_strategy(setup: Setup) -> StopStrategy[Any]:
             if setup.model is None:
                 raise CLIError(f"--stop {setup.stop} needs the Smart Turn model (see `rxvoice model where`)")
             if setup.stop == "smart-turn":
-                return recommended_turn_setup(setup.model, **dict(setup.overrides)).stop
+                overrides: dict[str, Any] = dict(setup.overrides)
+                return recommended_turn_setup(setup.model, **overrides).stop
             return TurnAnalyzerStop(SmartTurnAnalyzer(setup.model), **setup._stop_overrides())
-        timeout = {"user_speech_timeout": setup.speech_timeout, **setup._stop_overrides()}
+        timeout: dict[str, Any] = {"user_speech_timeout": setup.speech_timeout, **setup._stop_overrides()}
         return SpeechTimeoutStop(**timeout)
     except ConfigurationError as exc:
         raise CLIError(str(exc)) from None
@@ -540,6 +539,7 @@ class _Collector:
         self.turn_index = 0
         self.watchdog = False
         self.defer = defer if defer is not None else (lambda fn: fn())
+        self.pending: list[Callable[[], None]] = []
 
     def restart(self) -> None:
         """Count time from now (the audio starts)."""
@@ -549,9 +549,19 @@ class _Collector:
         return round(self.clock() - self.t0, 6)
 
     def add(self, o: Observation) -> None:
+        if not isinstance(o, Verdict):
+            self.flush()  # a turn explained before anything that happened after it
         self.observations.append(o)
         if self.sink is not None:
             self.sink(o)
+        if isinstance(o, Verdict):
+            self.flush()
+
+    def flush(self) -> None:
+        """Explain the turns that ended (waiting for a verdict delivered in the same instant)."""
+        pending, self.pending = self.pending, []
+        for explain in pending:
+            explain()
 
     # -- inputs --------------------------------------------------------------------
 
@@ -589,8 +599,10 @@ class _Collector:
         started = self.turn_start if self.turn_start is not None else t
         index, watchdog = self.turn_index, self.watchdog
         self.turn_start = None
-        # Explained once this instant is over: a verdict that decided the turn may be delivered after the event.
-        self.defer(lambda: self._explain(t, started, index, watchdog, stopped))
+        # Explained once this instant is over (or at the next observation): a verdict that decided the
+        # turn may be delivered just after the event.
+        self.pending.append(lambda: self._explain(t, started, index, watchdog, stopped))
+        self.defer(self.flush)
 
     def _explain(self, t: float, started: float, index: int, watchdog: bool, stopped: UserTurnStopped) -> None:
         strategy = stopped.strategy.name if stopped.strategy is not None else None
@@ -720,7 +732,10 @@ def analyze(
 
     def run(scheduler: abc.SchedulerBase) -> _Collector:
         def defer(fn: Callable[[], None]) -> None:
-            scheduler.schedule_relative(0.0, lambda _s, _st=None: fn())
+            def action(_s: abc.SchedulerBase, _st: Any = None) -> None:
+                fn()
+
+            scheduler.schedule_relative(0.0, action)
 
         collector = _Collector(
             setup, stt, transcript is not None, Session(scheduler).clock, on_observation, defer
@@ -755,6 +770,7 @@ def analyze(
             test = TestScheduler()
             collector = run(test)
             test.advance_to(end + 0.1)
+        collector.flush()
     finally:
         subscriptions.dispose()
     return Analysis(recording, setup, transcript, collector.observations, confidences, context, stt)

@@ -41,7 +41,8 @@ import numpy as np
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Segment, Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .analysis import STOP_CHOICES, VAD_CHOICES, Analysis, Setup, Turn, analyze, check_transcript
+from .analysis import STOP_CHOICES, VAD_CHOICES, Analysis, Recovered, Setup, Turn, analyze, check_transcript
+from .analysis import _stop_strategy as stop_strategy
 from .progress import Progress
 from .wav import RATE, Recording, read_wav
 
@@ -208,7 +209,7 @@ def judge(item: Item, analysis: Analysis) -> list[PauseResult]:
     """Every segment's pause, judged against its label."""
     segments = item.transcript.segments
     decided = [t for t in analysis.turns if t.cause != "end"]
-    recoveries = [o.time for o in analysis.observations if type(o).__name__ == "Recovered"]
+    recoveries = [o.time for o in analysis.observations if isinstance(o, Recovered)]
     out: list[PauseResult] = []
     for i, seg in enumerate(segments):
         if i + 1 < len(segments):
@@ -219,7 +220,8 @@ def judge(item: Item, analysis: Analysis) -> list[PauseResult]:
             until = math.inf
         inside = [t for t in decided if seg.start + _EPS < t.ended < seg.end - _EPS]
         after = [t for t in decided if seg.end - _EPS <= t.ended < until]
-        hit: Turn | None = (inside or after or [None])[0]
+        hits = inside or after
+        hit: Turn | None = hits[0] if hits else None
         if inside or (after and not seg.turn_end):
             outcome = "cut-off"
         elif after:
@@ -425,7 +427,8 @@ def _setups(args: argparse.Namespace, model: Path | None) -> list[tuple[Setup, d
             vad=args.vad, stop=args.stop, model=model, stt_delay=args.stt_delay,
             model_latency=args.model_latency, tail=args.tail, overrides=tuple(sorted(params.items())),
         )
-        setup.vad_params  # noqa: B018  (validates the VAD overrides now, not in a worker)
+        setup.vad_params  # noqa: B018  (validates the parameters now, not in a worker)
+        stop_strategy(setup)
         out.append((setup, params))
     return out
 
@@ -473,10 +476,11 @@ def to_json(runs: Sequence[RunResult], args: argparse.Namespace) -> dict[str, An
     """The runs as JSON (schema version 1)."""
     return {
         "version": JSON_VERSION,
-        "settings": {**runs[0].setup.describe(), "no_punctuation": bool(args.no_punctuation),
-                     "resume_after": args.resume_after},
+        "settings": {**runs[0].setup.describe(), "vad_min_volume": runs[0].setup.vad_params.min_volume,
+                     "no_punctuation": bool(args.no_punctuation), "resume_after": args.resume_after},
         "runs": [{
             "params": r.params,
+            "vad_stop_secs": r.setup.vad_params.stop_secs,
             "totals": r.totals.as_json(),
             "errors": [{"file": str(p), "error": e} for p, e in r.errors],
             "recordings": [{
@@ -525,7 +529,7 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     found_ax.set_yticks(range(len(runs)), labels, fontsize=8)
     found_ax.invert_yaxis()
     found_ax.axvline(97, color="tab:red", lw=0.8, ls=":")
-    found_ax.set_xlim(min(found + [90.0]) - 2, 100.5)
+    found_ax.set_xlim(min([*found, 90.0]) - 2, 100.5)
     found_ax.set_xlabel("ends of turn found (%)")
     for i, x in enumerate(t):
         found_ax.text(found[i], i, f" {x.found}/{x.turn_ends}", va="center", fontsize=8)

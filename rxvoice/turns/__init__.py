@@ -4,15 +4,6 @@ See ``docs/turn-taking.md`` for each strategy with a marble diagram.
 """
 
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
-from .config import (
-    DEFAULT_INTERRUPTED_PROMPT,
-    EmptyUserTurnConfig,
-    ExternalStrategies,
-    TurnsConfig,
-    UserTurnStrategies,
-    default_start_strategies,
-    default_stop_strategies,
-)
 from .completion import (
     Completion,
     CompletionRules,
@@ -21,6 +12,15 @@ from .completion import (
     completion_rules,
     judge_completion,
     register_completion,
+)
+from .config import (
+    DEFAULT_INTERRUPTED_PROMPT,
+    EmptyUserTurnConfig,
+    ExternalStrategies,
+    TurnsConfig,
+    UserTurnStrategies,
+    default_start_strategies,
+    default_stop_strategies,
 )
 from .controller import TurnController, TurnState
 from .fused import FusedTurnState, FusedTurnStop
@@ -62,9 +62,9 @@ __all__ = [
     "ExternalStop",
     "ExternalStrategies",
     "FirstSpeechUserMute",
+    "FunctionCallUserMute",
     "FusedTurnState",
     "FusedTurnStop",
-    "FunctionCallUserMute",
     "IdleState",
     "MinWordsStart",
     "MuteStrategy",

@@ -163,7 +163,8 @@ class WordRules:
             raise ConfigurationError(f"WordRules needs a script name (e.g. 'LATIN'), got {self.script!r}")
         for name in (
             "unfinished", "fillers", "so_words", "particles", "question_words", "weak_enders", "closers",
-            "closing_phrases", "number_words", "time_suffixes", "number_cues", "domain_endings", "that_openers", "known_words",
+            "closing_phrases", "number_words", "time_suffixes", "number_cues", "domain_endings", "that_openers",
+            "known_words",
         ):
             value = getattr(self, name)
             if isinstance(value, str) or not isinstance(value, Iterable):
@@ -180,14 +181,15 @@ class WordRules:
 
     def judge(self, text: str) -> CompletionVerdict:
         """The verdict on ``text``; see the module docs for the rules."""
-        if not isinstance(text, str):
+        value: object = text  # callers may pass anything: never raise
+        if not isinstance(value, str):
             return UNSURE_NO_WORDS
-        words, tail = _tokens(text)
+        words, tail = _tokens(value)
         if not words:
             return UNSURE_NO_WORDS
         if not self._readable(words):
             return CompletionVerdict(Completion.UNSURE, f"no {self.code} rules for this text")
-        return self._decide(words, tail, tail == "" and _list_open(text))
+        return self._decide(words, tail, tail == "" and _list_open(value))
 
     # -- the rules --------------------------------------------------------------------------
 
@@ -217,9 +219,8 @@ class WordRules:
             return CompletionVerdict(incomplete, f"ends with {tail!r}")
         if last == "dot" or (len(last) == 1 and before == "dot"):
             return CompletionVerdict(incomplete, "an address being spelled", tentative=True)
-        if last in self.unfinished:
-            if not self._question_ending(words, last):
-                return CompletionVerdict(incomplete, f"ends with {last!r}")
+        if last in self.unfinished and not self._question_ending(words, last):
+            return CompletionVerdict(incomplete, f"ends with {last!r}")
         if last == "that" and before in self.that_openers:
             third = words[-3] if len(words) > 2 else ""
             if not (before in ("is", "was") and third in self.question_words):  # not "what is that"
@@ -432,11 +433,10 @@ def register_completion(language: str, rules: CompletionRules) -> None:
 
 def completion_rules(language: str | None = "en") -> CompletionRules | None:
     """The rules registered for ``language`` (``None`` when it has none)."""
-    if language is None:
-        language = "en"
-    if not isinstance(language, str):
+    code: object = "en" if language is None else language
+    if not isinstance(code, str):
         return None
-    return _RULES.get(_code(language))
+    return _RULES.get(_code(code))
 
 
 def judge_completion(text: str, language: str | None = "en") -> CompletionVerdict:
@@ -448,7 +448,7 @@ def judge_completion(text: str, language: str | None = "en") -> CompletionVerdic
     if rules is None:
         return CompletionVerdict(Completion.UNSURE, f"no completion rules for {language!r}")
     try:
-        verdict = rules.judge(text)
+        verdict: object = rules.judge(text)
     except Exception as exc:  # a caller's rules must not break a turn
         return CompletionVerdict(Completion.UNSURE, f"the {language!r} rules failed ({type(exc).__name__})")
     if not isinstance(verdict, CompletionVerdict):

@@ -137,7 +137,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     analyzer: EndOfTurnAnalyzer | None = None
     language: str = "en"
     complete_threshold: float = 0.5
-    finished_timeout: float = 0.2
+    finished_timeout: float = 0.0
     unsure_timeout: float = 0.8
     sequence_timeout: float = 1.2
     unfinished_timeout: float = 2.0

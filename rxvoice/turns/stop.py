@@ -61,9 +61,9 @@ from .strategy import (
 
 __all__ = [
     "TRANSCRIPT_GRACE",
-    "ExternalState",
     "Deferred",
     "ExternalCompletionStop",
+    "ExternalState",
     "ExternalStop",
     "SpeechTimeoutState",
     "SpeechTimeoutStop",
@@ -509,20 +509,21 @@ class ExternalStop(StopStrategy[ExternalState]):
       after that speech ended: the VAD stop minus its ``stop_secs``) ends the
       turn at once;
     * a stop that comes before them waits: each final transcript after it
-      (re)starts a ``timeout`` wait (0.5 s, as Pipecat 1.14 waits), and the
-      turn ends when no new final came for that long, so a sentence the STT
-      finalizes in pieces ("I want to book", "a table for two.") is one
-      message;
+      (re)starts a ``settle`` wait (0.5 s, as Pipecat 1.14 waits after the
+      last final), and the turn ends when no new final came for that long,
+      so a sentence the STT finalizes in pieces ("I want to book", "a table
+      for two.") is one message;
     * when no words come at all, the wait is bounded by the STT's published
-      p99 latency (``STTMetadataFrame``), or ``timeout`` when it published
-      none; a stop announced elsewhere then ends the turn empty,
+      p99 latency (``STTMetadataFrame``), or ``timeout`` (1 s) when it
+      published none; a stop announced elsewhere then ends the turn empty,
       rather than leaving it to the watchdog (which would announce a second
       stop).
     """
 
-    timeout: float = 0.5
+    timeout: float = TRANSCRIPT_GRACE
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
+    settle: float = 0.5
     resolves_proposals: ClassVar[bool] = True
     handles: ClassVar[frozenset[type[Frame]]] = frozenset({
         ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
@@ -531,7 +532,7 @@ class ExternalStop(StopStrategy[ExternalState]):
     })
 
     def __post_init__(self) -> None:
-        _non_negative("ExternalStop", timeout=self.timeout)
+        _non_negative("ExternalStop", timeout=self.timeout, settle=self.settle)
 
     def initial(self) -> ExternalState:
         return ExternalState()
@@ -561,7 +562,7 @@ class ExternalStop(StopStrategy[ExternalState]):
             s = s._replace(has_text=True, interim_pending=False, segment_text=True, text_at=now)
             if s.turn_open and s.stop_seen and not s.speaking and self.wait_for_transcript:
                 # The words came after the stop: more finals of the same speech may follow.
-                return s._replace(settling=True), (Disarm("grace"), Arm("settle", self.timeout))
+                return s._replace(settling=True), (Disarm("grace"), Arm("settle", self.settle))
             return self._check(s)
         if t is VADUserStartedSpeakingFrame:
             return s._replace(segment_text=False), NOTHING

@@ -19,7 +19,7 @@ from rxvoice.turns.completion import (
     register_completion,
 )
 
-C, I, U = Completion.COMPLETE, Completion.INCOMPLETE, Completion.UNSURE
+C, INC, U = Completion.COMPLETE, Completion.INCOMPLETE, Completion.UNSURE
 
 
 def bare(text: str) -> str:
@@ -44,9 +44,9 @@ FINISHED = [
 
 @pytest.mark.parametrize("text", UNFINISHED)
 def test_unfinished_words_are_incomplete_with_and_without_punctuation(text: str) -> None:
-    assert judge_completion(text).completion is I, judge_completion(text)
-    assert judge_completion(bare(text)).completion is I, bare(text)
-    assert judge_completion(text.upper()).completion is I
+    assert judge_completion(text).completion is INC, judge_completion(text)
+    assert judge_completion(bare(text)).completion is INC, bare(text)
+    assert judge_completion(text.upper()).completion is INC
 
 
 @pytest.mark.parametrize("text", FINISHED)
@@ -62,15 +62,15 @@ def test_closing_words_are_complete_without_punctuation(text: str) -> None:
 def test_a_period_does_not_finish_a_trailing_function_word() -> None:
     """Many STTs put a period after every final: the words at the end decide first."""
     for text in ("Can you send the.", "I want to.", "My order number is, um.", "Yes, but only if."):
-        assert judge_completion(text).completion is I, text
+        assert judge_completion(text).completion is INC, text
 
 
 def test_numbers_and_spelled_sequences_in_progress_are_tentatively_incomplete() -> None:
     for text in ("my order number is four five", "it's j o r d a n", "the code is 4 8 2", "jordan dot",
                  "dot k"):
         verdict = judge_completion(text)
-        assert verdict.completion is I and verdict.tentative, (text, verdict)
-    assert judge_completion("The order number is seven seven three,").completion is I
+        assert verdict.completion is INC and verdict.tentative, (text, verdict)
+    assert judge_completion("The order number is seven seven three,").completion is INC
     # a full stop after the number: the speaker finished
     assert judge_completion("My order number is four five seven two.").completion is C
     # a lone number after other words is not a sequence
@@ -79,19 +79,19 @@ def test_numbers_and_spelled_sequences_in_progress_are_tentatively_incomplete() 
 
 def test_a_list_being_read_is_tentatively_incomplete() -> None:
     verdict = judge_completion("I need eggs, milk, bread")
-    assert verdict.completion is I and verdict.tentative
+    assert verdict.completion is INC and verdict.tentative
     assert judge_completion("I need eggs, milk, and bread.").completion is C
 
 
 def test_a_trailing_comma_dash_or_ellipsis_is_incomplete() -> None:
     for text in ("fourteenth of March,", "I was thinking -", "well...", "so…"):
-        assert judge_completion(text).completion is I, text
+        assert judge_completion(text).completion is INC, text
 
 
 def test_a_question_word_before_a_trailing_preposition_keeps_it_open() -> None:
-    assert judge_completion("where are you from").completion is not I
+    assert judge_completion("where are you from").completion is not INC
     assert judge_completion("what is it for?").completion is C
-    assert judge_completion("I am calling from").completion is I
+    assert judge_completion("I am calling from").completion is INC
 
 
 def test_what_no_rule_decides_is_unsure() -> None:
@@ -116,7 +116,7 @@ def test_another_language_can_be_registered() -> None:
     register_completion("de-DE", german)
     try:
         assert completion_rules("de") is german
-        assert judge_completion("Ich möchte einen Flug nach", language="de").completion is I
+        assert judge_completion("Ich möchte einen Flug nach", language="de").completion is INC
         assert judge_completion("Ja, danke", language="de").completion is C
         assert judge_completion("Ich möchte einen Flug nach", language="en").completion is U
     finally:
@@ -155,12 +155,14 @@ def test_any_text_gets_a_verdict(text: str) -> None:
     """Total: every string gets a verdict with a reason, and it never raises."""
     verdict = judge_completion(text)
     assert isinstance(verdict, CompletionVerdict) and verdict.reason
-    assert verdict.completion in (C, I, U)
+    assert verdict.completion in (C, INC, U)
 
 
-_SCRIPTS = [(0x4E00, 0x9FFF), (0x0627, 0x064A), (0x0905, 0x0939), (0xAC00, 0xD7A3), (0x0430, 0x044F), (0x05D0, 0x05EA)]
+_SCRIPTS = [(0x4E00, 0x9FFF), (0x0627, 0x064A), (0x0905, 0x0939), (0xAC00, 0xD7A3), (0x0430, 0x044F),
+            (0x05D0, 0x05EA)]
+_LETTERS = (st.characters(min_codepoint=a, max_codepoint=b) for a, b in _SCRIPTS)
 _non_latin = st.text(
-    alphabet=st.one_of(*(st.characters(min_codepoint=a, max_codepoint=b) for a, b in _SCRIPTS), st.sampled_from(" ,.?")),
+    alphabet=st.one_of(*_LETTERS, st.sampled_from(" ,.?")),
     min_size=1, max_size=30,
 )
 

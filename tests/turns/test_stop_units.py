@@ -314,7 +314,7 @@ def test_external_stop_with_words_in_hand_fires_at_once() -> None:
 
 
 def test_external_stop_before_its_transcript_ends_the_turn_timeout_after_it() -> None:
-    """A stop that came before its transcript waits for it, then ``timeout`` more for further finals."""
+    """A stop that came before its transcript waits for it, then ``settle`` (0.5 s) more for further finals."""
     b = StrategyBench(ExternalStop(timeout=0.5))
     b.turn_started()
     b.at(0.0, F.ProposedUserStartedSpeakingFrame()).at(0.4, F.ProposedUserStoppedSpeakingFrame()).at(0.6, T("hi"))
@@ -356,7 +356,7 @@ def test_external_stop_waits_for_the_latest_segment_words() -> None:
     b.turn_started()
     b.at(0.0, F.UserStartedSpeakingFrame()).at(0.2, T("book a flight to")).at(0.5, F.VADUserStartedSpeakingFrame())
     b.at(1.0, F.UserStoppedSpeakingFrame()).at(1.4, T("Boston")).at(3.0)
-    assert b.stops() == [2.4]  # the words, then ``timeout`` for more of them
+    assert b.stops() == [1.9]  # the words, then ``settle`` (0.5 s) for more of them
 
 
 def test_external_stop_waits_for_words_at_most_the_stt_latency() -> None:

@@ -10,7 +10,7 @@ from ...errors import ConfigurationError
 
 __all__ = ["SMART_TURN_MIN_VOLUME", "SMART_TURN_STOP_SECS", "VADParams", "VADState"]
 
-SMART_TURN_STOP_SECS = 0.2
+SMART_TURN_STOP_SECS = 0.16
 """VAD ``stop_secs`` for setups where an end-of-turn model (Smart Turn) decides.
 
 Four Silero windows (128 ms): the VAD stop then only marks a pause to judge,
