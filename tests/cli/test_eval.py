@@ -157,3 +157,33 @@ def test_a_single_incomplete_utterance_is_cut_off_only_before_the_speaker_would_
     item = Item(Path("x.wav"), Transcript((Segment("I want to", 0.3, 1.0, False),)), resume_after=1.0)
     assert judge(item, _analysis([(1.9, "unsure")]))[0].outcome == "cut-off"
     assert judge(item, _analysis([(2.1, "unfinished")]))[0].outcome == "held"
+
+
+def test_a_verdict_delivered_just_after_the_turn_event_is_the_deciding_reason() -> None:
+    """The turn-end event may come before the MetricsFrame of the verdict that caused it: still cause 'model'."""
+    from rxvoice import frames as F
+    from rxvoice.aggregators.reports import UserTurnStopped
+    from rxvoice.cli.analysis import Setup as S
+    from rxvoice.cli.analysis import _Collector
+    from rxvoice.turns import FusedTurnStop, TurnAnalyzerStop
+
+    from tests.turns.helpers import FakeAnalyzer
+
+    clock = [0.0]
+    queued: list[object] = []
+    for strategy, cause in ((TurnAnalyzerStop(FakeAnalyzer()), "model"), (FusedTurnStop(FakeAnalyzer()), "model")):
+        stt = Transcript((Segment("What time is it?", 0.0, 1.0, True),))
+        c = _Collector(S(), stt, True, lambda: clock[0], None, queued.append)  # type: ignore[arg-type]
+        clock[0] = 0.2
+        c.turn_started(None)
+        c.frame(F.VADUserStartedSpeakingFrame(0.2))
+        clock[0] = 1.2
+        c.frame(F.VADUserStoppedSpeakingFrame(0.2))
+        clock[0] = 1.3
+        c.frame(F.TranscriptionFrame("What time is it?", finalized=True))
+        clock[0] = 1.35
+        c.turn_stopped(None, UserTurnStopped(strategy, "What time is it?", ""))
+        c.frame(F.MetricsFrame((F.TurnMetricsData("TurnAnalyzer", True, 0.9, 50.0),)))  # after the event
+        (turn,) = [o for o in c.observations if isinstance(o, Turn)]
+        assert (turn.cause, turn.probability) == (cause, 0.9), turn.reason
+        assert "complete (p=0.90)" in turn.reason

@@ -135,3 +135,19 @@ def test_another_language_with_no_rules_never_holds_a_turn() -> None:
 def test_out_of_range_parameters_are_refused_at_construction(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):
         FusedTurnStop(**kwargs)  # type: ignore[arg-type]
+
+
+def test_fused_stop_in_the_aggregator_holds_unfinished_words() -> None:
+    """The guide's diagram: "for" holds the turn although the model says complete; "please." ends it at once."""
+    from rxvoice.aggregators import Pair
+    from rxvoice.turns import TurnsConfig, inline_offload
+
+    from .helpers import marbles, times, users
+
+    legend = {"a": F.TranscriptionFrame("I'd like a table for", finalized=True),
+              "z": F.TranscriptionFrame("two, please.", finalized=True)}
+    pair = Pair(turns=TurnsConfig(stop=[FusedTurnStop(FakeAnalyzer(default=(True, 0.9)))]))
+    pair.user().offload = inline_offload
+    rec = marbles(legend).run(pair.user(), down="v-a-s-----v-z-s", legend=legend, watch=[pair.user()], until=6.0)
+    assert users(pair) == ["I'd like a table for two, please."]
+    assert times(rec, F.LLMContextFrame) == [1400]
