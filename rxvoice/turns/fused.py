@@ -25,6 +25,7 @@ never says complete: words and silence decide.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
@@ -34,12 +35,10 @@ from ..frames import (
     Frame,
     InputAudioRawFrame,
     InterimTranscriptionFrame,
-    MetricsFrame,
     SpeechControlParamsFrame,
     StartFrame,
     STTMetadataFrame,
     TranscriptionFrame,
-    TurnMetricsData,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
@@ -50,14 +49,15 @@ from .stop import (
     _begin,
     _clear,
     _downmix,
-    _end,
-    _verdict,
     _words,
+    verdict_effects,
     words_timeout,
 )
 from .strategy import NOTHING, Analyze, Arm, Disarm, Effect, Effects, Push, StopStrategy, Touch, stopped
 
 __all__ = ["FusedTurnState", "FusedTurnStop"]
+
+log = logging.getLogger("rxvoice.turns.fused")
 
 _EPS = 1e-6
 _NEVER = -math.inf
@@ -322,12 +322,11 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     def on_result(self, state: FusedTurnState, key: str, value: Any, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
         if not key.startswith(_VERDICT):
-            return s, NOTHING  # audio feeding: the stream's own 3 s fallback is not used (the timeouts bound)
-        complete, probability = _verdict(value)
-        effects: list[Effect] = [Touch(_end, "flush")]
-        if probability is not None:
-            data = TurnMetricsData("TurnAnalyzer", complete, probability, (now - s.asked_at) * 1000.0)
-            effects.append(Push(MetricsFrame((data,))))
+            # Audio feeding: the stream's own 3 s fallback is not used (the timeouts bound every wait).
+            if isinstance(value, BaseException):
+                log.warning("feeding the end-of-turn analyzer failed (%s); chunk skipped", value)
+            return s, NOTHING
+        complete, probability, effects = verdict_effects(value, now - s.asked_at)
         current = key == f"{_VERDICT}{s.segment}"
         reanalyze = s.reanalyze
         s = s._replace(inflight=False, reanalyze=False)

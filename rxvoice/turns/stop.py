@@ -240,6 +240,17 @@ def _grace(s_segment_text: bool, stt_known: bool, stt_timeout: float, stop_secs:
     return grace if grace > 0 else None
 
 
+def verdict_effects(value: Any, waited: float) -> tuple[bool, float | None, list[Effect]]:
+    """An analyzer's answer: ``(is_complete, probability, effects)``, the effects replaying what was
+    held back during the verdict and reporting it as ``TurnMetricsData`` (``waited``: seconds it took)."""
+    complete, probability = _verdict(value)
+    effects: list[Effect] = [Touch(_end, "flush")]
+    if probability is not None:
+        data = TurnMetricsData("TurnAnalyzer", complete, probability, waited * 1000.0)
+        effects.append(Push(MetricsFrame((data,))))
+    return complete, probability, effects
+
+
 class TurnAnalyzerState(NamedTuple):
     """Where an end-of-turn model's decision stands."""
 
@@ -453,11 +464,7 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
             return s, NOTHING
         if not key.startswith(_VERDICT):
             return s, NOTHING
-        complete, probability = _verdict(value)
-        effects: list[Effect] = [Touch(_end, "flush")]
-        if probability is not None:
-            data = TurnMetricsData("TurnAnalyzer", complete, probability, (now - s.asked_at) * 1000.0)
-            effects.append(Push(MetricsFrame((data,))))
+        complete, _probability, effects = verdict_effects(value, now - s.asked_at)
         current = key == f"{_VERDICT}{s.segment}"
         reanalyze = s.reanalyze
         s = s._replace(inflight=False, reanalyze=False)
