@@ -505,17 +505,22 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     from .plot import _pyplot
 
     plt = _pyplot()
-    fig, (ax, found_ax) = plt.subplots(1, 2, figsize=(12, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, found_ax) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 1.4]})
     labels = [_params(r.params) for r in runs]
     t = [r.totals for r in runs]
     p50 = [x.latency_p50 if x.latency_p50 is not None else math.nan for x in t]
     p90 = [x.latency_p90 if x.latency_p90 is not None else math.nan for x in t]
     cut = [100 * x.cut_off_rate for x in t]
-    ax.plot(p50, cut, "o-", color="tab:blue", label="latency p50")
-    ax.plot(p90, cut, "s--", color="tab:orange", label="latency p90")
-    for x50, x90, y, label in zip(p50, p90, cut, labels, strict=True):
-        ax.plot([x50, x90], [y, y], color="0.8", lw=0.8, zorder=0)
-        ax.annotate(label, (x90, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    # One run = a p50 dot and a p90 square joined by a bar, numbered as in the right panel.
+    ax.scatter(p50, cut, marker="o", facecolors="none", edgecolors="tab:blue", label="latency p50", zorder=3)
+    ax.scatter(p90, cut, marker="s", color="tab:orange", label="latency p90", zorder=3)
+    seen: dict[tuple[float, float], int] = {}
+    for n, (x50, x90, y) in enumerate(zip(p50, p90, cut, strict=True), 1):
+        ax.plot([x50, x90], [y, y], color="0.75", lw=1.2, zorder=1)
+        stack = seen.get((round(x90, 2), round(y, 1)), 0)
+        seen[(round(x90, 2), round(y, 1))] = stack + 1
+        ax.annotate(str(n), (x90, y), textcoords="offset points", xytext=(5 + 9 * stack, 4), fontsize=9,
+                    fontweight="bold")
     ax.axhline(5, color="tab:red", lw=0.8, ls=":")
     ax.text(ax.get_xlim()[0], 5, " 1 in 20 pauses", color="tab:red", fontsize=8, va="bottom")
     ax.set_xlabel("latency after the end of speech (s): found ends")
@@ -526,7 +531,7 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     ax.set_title("cut-offs against latency", fontsize=10)
     found = [100 * x.found_rate for x in t]
     found_ax.barh(range(len(runs)), found, color="tab:green")
-    found_ax.set_yticks(range(len(runs)), labels, fontsize=8)
+    found_ax.set_yticks(range(len(runs)), [f"{n}: {label}" for n, label in enumerate(labels, 1)], fontsize=8)
     found_ax.invert_yaxis()
     found_ax.axvline(97, color="tab:red", lw=0.8, ls=":")
     found_ax.set_xlim(min([*found, 90.0]) - 2, 100.5)
