@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rxvoice import frames as F
 from rxvoice.errors import ConfigurationError
@@ -151,3 +153,37 @@ def test_fused_stop_in_the_aggregator_holds_unfinished_words() -> None:
     rec = marbles(legend).run(pair.user(), down="v-a-s-----v-z-s", legend=legend, watch=[pair.user()], until=6.0)
     assert users(pair) == ["I'd like a table for two, please."]
     assert times(rec, F.LLMContextFrame) == [1400]
+
+
+_WORDS = ["I want to", "a table for", "two, please.", "um", "Thanks.", "the fourteenth of march", "four five",
+          "что-то", "<noise>", "yes"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0.05, 1.5), st.sampled_from(_WORDS), st.floats(0.0, 0.6)), min_size=1, max_size=5),
+    st.sampled_from([(True, 0.9), (False, 0.1), (False, None)]),
+)
+def test_every_pause_with_words_is_answered_within_the_longest_bound(
+    segments: list[tuple[float, str, float]], verdict: tuple[bool, float | None],
+) -> None:
+    """Any speech, words and verdicts: never an answer while speaking, never one without words, and the
+    last pause is answered at most ``unfinished_timeout`` (or the STT grace) after the speech ended."""
+    s = FusedTurnStop(FakeAnalyzer(default=verdict))
+    b = StrategyBench(s, latency=0.05)
+    b.turn_started()
+    t = 0.0
+    for length, words, delay in segments:
+        start, end = t, t + length
+        before = len(b.stops())
+        b.at(start, VS)
+        for when, frame in sorted([(end + 0.2, VE), (end + delay, T(words))], key=lambda x: x[0]):
+            b.at(when, frame)
+        t = end + 2.5  # a gap longer than every bound: each pause is answered before the next speech
+        b.at(t - 0.01)
+        stops = b.stops()[before:]
+        assert len(stops) == 1, (segments, verdict, stops)
+        # not while speaking (the VAD stop is at end + 0.2), not before the words, bounded
+        assert max(end + 0.2, end + delay) - 1e-6 <= stops[0] <= end + s.unfinished_timeout + 0.05 + 1e-6
+        b.turn_stopped()
+        b.turn_started()
