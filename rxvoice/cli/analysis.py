@@ -43,9 +43,9 @@ from reactivex.testing import TestScheduler
 from .. import frames as F
 from ..aggregators import Pair
 from ..aggregators.reports import AssistantTurnStopped, UserTurnStopped
+from ..audio.recommended import STOP_PARAMETERS, VAD_PARAMETERS, recommended_turn_setup
 from ..audio.turn import SmartTurnAnalyzer
 from ..audio.vad import (
-    SMART_TURN_STOP_SECS,
     SileroVADAnalyzer,
     VADAnalyzer,
     VADParams,
@@ -55,6 +55,7 @@ from ..audio.vad import (
 from ..audio.vad.analyzer import WindowAnalysis
 from ..audio.vad_processor import VADProcessor
 from ..context import LLMContext
+from ..errors import ConfigurationError
 from ..frames import DOWN, Direction, Frame
 from ..pipeline import pipeline
 from ..pipeline.bridges import loop_scheduler
@@ -63,7 +64,8 @@ from ..pipeline.session import Session
 from ..pipeline.stage import Stage
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
-from ..turns import SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
+from ..turns import FusedTurnStop, SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
+from ..turns.completion import Completion
 from ..turns.strategy import StopStrategy
 from ._common import CLIError, signed
 from .wav import RATE, Recording
@@ -74,6 +76,7 @@ __all__ = [
     "Analysis",
     "BotReply",
     "Observation",
+    "Recovered",
     "Score",
     "Setup",
     "SpeechStarted",
@@ -86,7 +89,7 @@ __all__ = [
     "check_transcript",
 ]
 
-STOP_CHOICES = ("smart-turn", "speech-timeout")
+STOP_CHOICES = ("smart-turn", "speech-timeout", "smart-turn-only")
 VAD_CHOICES = ("silero", "webrtc")
 CHUNK = 320  # 20 ms at 16 kHz
 _EPS = 0.0015  # times are compared at millisecond precision
@@ -98,7 +101,11 @@ class Setup:
 
     Attributes:
         vad: ``"silero"`` or ``"webrtc"``.
-        stop: ``"smart-turn"`` (:class:`~rxvoice.turns.TurnAnalyzerStop`) or
+        stop: ``"smart-turn"`` (the recommended setup:
+            :func:`~rxvoice.audio.recommended.recommended_turn_setup`, a
+            :class:`~rxvoice.turns.FusedTurnStop` over Smart Turn),
+            ``"smart-turn-only"`` (:class:`~rxvoice.turns.TurnAnalyzerStop`:
+            the model's verdicts alone, with the same VAD) or
             ``"speech-timeout"`` (:class:`~rxvoice.turns.SpeechTimeoutStop`).
         model: the Smart Turn model file (needed for ``"smart-turn"``).
         stt_delay: the STT's latency after the end of speech.
@@ -107,6 +114,8 @@ class Setup:
         tail: seconds of silence played after the recording, so its last turn can end.
         realtime: pace the run with the wall clock on asyncio (Smart Turn at its real speed;
             ``model_latency`` is then not used).
+        overrides: ``(name, value)`` pairs: VAD parameters (``stop_secs``, ``min_volume``, ...)
+            and stop-strategy parameters (``unsure_timeout``, ...) to use instead of the defaults.
     """
 
     vad: str = "silero"
@@ -117,11 +126,37 @@ class Setup:
     speech_timeout: float = 0.6
     tail: float = 4.0
     realtime: bool = False
+    overrides: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, _ in self.overrides:
+            if name not in VAD_PARAMETERS and name not in self.strategy_parameters():
+                known = ", ".join(sorted(VAD_PARAMETERS | self.strategy_parameters()))
+                raise CLIError(f"--stop {self.stop} has no parameter {name!r} (it has {known})")
+
+    def strategy_parameters(self) -> frozenset[str]:
+        """The stop-strategy parameters :attr:`overrides` may set."""
+        if self.stop == "smart-turn":
+            return STOP_PARAMETERS
+        if self.stop == "smart-turn-only":
+            return frozenset({"transcript_timeout"})
+        return frozenset({"user_speech_timeout"})
+
+    def _vad_overrides(self) -> dict[str, Any]:
+        return {k: v for k, v in self.overrides if k in VAD_PARAMETERS}
+
+    def _stop_overrides(self) -> dict[str, Any]:
+        return {k: v for k, v in self.overrides if k not in VAD_PARAMETERS}
 
     @property
     def vad_params(self) -> VADParams:
-        """Smart Turn setups stop the VAD after 0.12 s (docs/audio.md, "Answering within 0.25 s")."""
-        return VADParams(stop_secs=SMART_TURN_STOP_SECS) if self.stop == "smart-turn" else VADParams()
+        """The recommended setup's VAD for Smart Turn setups (see ``recommended_turn_setup``), else the defaults."""
+        try:
+            if self.stop in ("smart-turn", "smart-turn-only"):
+                return recommended_turn_setup(smart_turn=False, **self._vad_overrides()).vad_params
+            return VADParams(**self._vad_overrides())
+        except ConfigurationError as exc:
+            raise CLIError(str(exc)) from None
 
     def describe(self) -> dict[str, Any]:
         """The settings, for JSON."""
@@ -193,7 +228,11 @@ class Turn:
         strategy: the deciding stop strategy's name (None: watchdog or recording end).
         cause: ``model`` (a complete Smart Turn verdict), ``fallback`` (Smart Turn's
             3 s of silence), ``silence`` (the speech timeout), ``no-vad`` (words
-            without VAD speech), ``watchdog``, ``end`` (the recording ended first).
+            without VAD speech), ``watchdog``, ``end`` (the recording ended first);
+            with the recommended :class:`~rxvoice.turns.FusedTurnStop` also
+            ``words`` (finished words, the model said incomplete), ``unsure``
+            (neither decided: the bounded fallback), ``unfinished`` and
+            ``sequence`` (unfinished words, or a number being read: the bounded wait).
         reason: why, in words.
         speech_end: when the speech before it ended (None: unknown).
         latency: ``ended - speech_end``.
@@ -216,6 +255,13 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class Recovered:
+    """The user aggregator undid a false end of turn (its ``on_user_turn_recovered`` event)."""
+
+    time: float
+
+
+@dataclass(frozen=True)
 class BotReply:
     """The scripted model's answer was written to the conversation."""
 
@@ -223,7 +269,7 @@ class BotReply:
     text: str
 
 
-Observation = SpeechStarted | SpeechStopped | Words | Verdict | TurnStarted | Turn | BotReply
+Observation = SpeechStarted | SpeechStopped | Words | Verdict | TurnStarted | Turn | BotReply | Recovered
 
 
 @dataclass(frozen=True)
@@ -456,11 +502,19 @@ def placeholder_transcript(spans: Sequence[tuple[float, float]], endpoint: float
 
 
 def _stop_strategy(setup: Setup) -> StopStrategy[Any]:
-    if setup.stop == "smart-turn":
-        if setup.model is None:
-            raise CLIError("--stop smart-turn needs the Smart Turn model (see `rxvoice model where`)")
-        return TurnAnalyzerStop(SmartTurnAnalyzer(setup.model))
-    return SpeechTimeoutStop(user_speech_timeout=setup.speech_timeout)
+    """The setup's stop strategy: for ``smart-turn``, the recommended one (``recommended_turn_setup``)."""
+    try:
+        if setup.stop in ("smart-turn", "smart-turn-only"):
+            if setup.model is None:
+                raise CLIError(f"--stop {setup.stop} needs the Smart Turn model (see `rxvoice model where`)")
+            if setup.stop == "smart-turn":
+                overrides: dict[str, Any] = dict(setup.overrides)
+                return recommended_turn_setup(setup.model, **overrides).stop
+            return TurnAnalyzerStop(SmartTurnAnalyzer(setup.model), **setup._stop_overrides())
+        timeout: dict[str, Any] = {"user_speech_timeout": setup.speech_timeout, **setup._stop_overrides()}
+        return SpeechTimeoutStop(**timeout)
+    except ConfigurationError as exc:
+        raise CLIError(str(exc)) from None
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -472,6 +526,7 @@ class _Collector:
     def __init__(
         self, setup: Setup, stt: Transcript, labeled: bool, clock: Callable[[], float],
         on_observation: Callable[[Observation], None] | None,
+        defer: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self.setup = setup
         self.stt = stt
@@ -483,6 +538,8 @@ class _Collector:
         self.turn_start: float | None = None
         self.turn_index = 0
         self.watchdog = False
+        self.defer = defer if defer is not None else (lambda fn: fn())
+        self.pending: list[Callable[[], None]] = []
 
     def restart(self) -> None:
         """Count time from now (the audio starts)."""
@@ -492,9 +549,19 @@ class _Collector:
         return round(self.clock() - self.t0, 6)
 
     def add(self, o: Observation) -> None:
+        if not isinstance(o, Verdict):
+            self.flush()  # a turn explained before anything that happened after it
         self.observations.append(o)
         if self.sink is not None:
             self.sink(o)
+        if isinstance(o, Verdict):
+            self.flush()
+
+    def flush(self) -> None:
+        """Explain the turns that ended (waiting for a verdict delivered in the same instant)."""
+        pending, self.pending = self.pending, []
+        for explain in pending:
+            explain()
 
     # -- inputs --------------------------------------------------------------------
 
@@ -520,22 +587,37 @@ class _Collector:
     def stop_timeout(self, _agg: object, _payload: object = None) -> None:
         self.watchdog = True
 
+    def recovered(self, _agg: object, _payload: object = None) -> None:
+        self.add(Recovered(self.now()))
+
     def bot(self, _agg: object, turn: AssistantTurnStopped) -> None:
         if turn.content.strip():
             self.add(BotReply(self.now(), turn.content))
 
     def turn_stopped(self, _agg: object, stopped: UserTurnStopped) -> None:
         t = self.now()
+        started = self.turn_start if self.turn_start is not None else t
+        index, watchdog = self.turn_index, self.watchdog
+        self.turn_start = None
+        # Explained once this instant is over (or at the next observation): a verdict that decided the
+        # turn may be delivered just after the event.
+        self.pending.append(lambda: self._explain(t, started, index, watchdog, stopped))
+        self.defer(self.flush)
+
+    def _explain(self, t: float, started: float, index: int, watchdog: bool, stopped: UserTurnStopped) -> None:
         strategy = stopped.strategy.name if stopped.strategy is not None else None
         speech_end, premature = self._speech_end(t)
         verdict = self._deciding_verdict()
-        cause, reason = self._reason(t, strategy, verdict, speech_end)
+        if isinstance(stopped.strategy, FusedTurnStop):
+            cause, reason = self._fused_reason(t, stopped.strategy, stopped.content, verdict)
+        else:
+            self.watchdog = watchdog
+            cause, reason = self._reason(t, strategy, verdict, speech_end)
         latency = None if speech_end is None else round(t - speech_end, 6)
-        started = self.turn_start if self.turn_start is not None else t
-        probability = verdict.probability if verdict is not None and strategy == "TurnAnalyzerStop" else None
-        self.add(Turn(self.turn_index, started, t, strategy, cause, reason, speech_end, latency,
+        with_model = strategy in ("TurnAnalyzerStop", "FusedTurnStop")
+        probability = verdict.probability if verdict is not None and with_model else None
+        self.add(Turn(index, started, t, strategy, cause, reason, speech_end, latency,
                       stopped.content, probability, premature))
-        self.turn_start = None
 
     # -- explaining a decision --------------------------------------------------------
 
@@ -561,6 +643,37 @@ class _Collector:
 
     def _words_arrived_at(self, t: float) -> bool:
         return any(isinstance(o, Words) and abs(o.time - t) < _EPS for o in self.observations)
+
+    def _fused_reason(
+        self, t: float, strategy: FusedTurnStop, text: str, verdict: Verdict | None
+    ) -> tuple[str, str]:
+        """``(cause, reason)`` of a :class:`FusedTurnStop` decision, by the strategy's own rules."""
+        waited = ", then waited for the words" if self._words_arrived_at(t) else ""
+        stop = self._last(SpeechStopped)
+        start = self._last(TurnStarted)
+        if stop is None or (start is not None and stop.time < start.time - _EPS):
+            return "no-vad", f"{strategy.transcript_timeout:g} s after the words (no VAD pause to judge)"
+        fresh = any(isinstance(o, Words) and o.time >= stop.speech_end - _EPS for o in self.observations)
+        words = strategy.words_verdict(text) if fresh else None
+        model = verdict is not None and verdict.probability > strategy.complete_threshold
+        p = " (no verdict yet)" if verdict is None else f" (p={verdict.probability:.2f})"
+        said = "no words for the last speech" if words is None else f"words {words.completion.value}: {words.reason}"
+        completion = Completion.UNSURE if words is None else words.completion
+        if completion is Completion.INCOMPLETE:
+            tentative = words is not None and words.tentative
+            need = strategy.sequence_timeout if tentative else strategy.unfinished_timeout
+            return ("sequence" if tentative else "unfinished"), f"{said}; waited {need:g} s of silence{waited}"
+        if model:
+            return "model", f"Smart Turn: complete{p}, {said}{waited}"
+        if completion is Completion.COMPLETE:
+            return "words", f"{said}; Smart Turn incomplete{p}; {strategy.finished_timeout:g} s of silence{waited}"
+        return "unsure", f"{said}; Smart Turn incomplete{p}; {strategy.unsure_timeout:g} s of silence{waited}"
+
+    def _last(self, kind: type[Any]) -> Any:
+        for o in reversed(self.observations):
+            if isinstance(o, kind):
+                return o
+        return None
 
     def _reason(
         self, t: float, strategy: str | None, verdict: Verdict | None, speech_end: float | None
@@ -592,6 +705,7 @@ def analyze(
     answer: Script | None = None,
     context: LLMContext | None = None,
     on_observation: Callable[[Observation], None] | None = None,
+    windows: bool = True,
 ) -> Analysis:
     """Run a recording through the VAD operator and the turn strategies (and, with ``answer``, a scripted model).
 
@@ -603,9 +717,13 @@ def analyze(
         answer: a :class:`~rxvoice.testing.ScriptedLLM` script: adds the model and the assistant side.
         context: the conversation (a fresh one by default).
         on_observation: called with each observation as it happens.
+        windows: keep every VAD window's confidence (for a plot); ``False``
+            skips that first VAD pass when a transcript is given.
     """
     chunks = _chunks(recording.samples, setup.tail)
-    windows, spans = first_pass(chunks, setup)
+    confidences: list[WindowAnalysis] = []
+    if windows or transcript is None:
+        confidences, spans = first_pass(chunks, setup)
     stt = transcript if transcript is not None else placeholder_transcript(spans, setup.stt_delay)
     context = context if context is not None else LLMContext()
     pair = Pair(context, turns=TurnsConfig(stop=[_stop_strategy(setup)]))
@@ -613,7 +731,15 @@ def analyze(
     subscriptions = CompositeDisposable()
 
     def run(scheduler: abc.SchedulerBase) -> _Collector:
-        collector = _Collector(setup, stt, transcript is not None, Session(scheduler).clock, on_observation)
+        def defer(fn: Callable[[], None]) -> None:
+            def action(_s: abc.SchedulerBase, _st: Any = None) -> None:
+                fn()
+
+            scheduler.schedule_relative(0.0, action)
+
+        collector = _Collector(
+            setup, stt, transcript is not None, Session(scheduler).clock, on_observation, defer
+        )
         kinds = (F.VADUserStartedSpeakingFrame, F.VADUserStoppedSpeakingFrame, F.TranscriptionFrame)
         stages: list[Stage] = [
             VADProcessor(_vad_factory(setup)), _Tap(kinds, collector.frame), pair.user(),
@@ -626,6 +752,8 @@ def analyze(
         user.events.on("on_user_turn_started", collector.turn_started)
         user.events.on("on_user_turn_stopped", collector.turn_stopped)
         user.events.on("on_user_turn_stop_timeout", collector.stop_timeout)
+        if "on_user_turn_recovered" in user.events.names:  # the one place recoveries are counted
+            user.events.on("on_user_turn_recovered", collector.recovered)
         if not setup.realtime:
             user.offload = SchedulerOffload(scheduler, setup.model_latency)
         # The transcript is subscribed right after the audio: time 0 is the audio's start.
@@ -642,9 +770,10 @@ def analyze(
             test = TestScheduler()
             collector = run(test)
             test.advance_to(end + 0.1)
+        collector.flush()
     finally:
         subscriptions.dispose()
-    return Analysis(recording, setup, transcript, collector.observations, windows, context, stt)
+    return Analysis(recording, setup, transcript, collector.observations, confidences, context, stt)
 
 
 async def _realtime(run: Callable[[abc.SchedulerBase], _Collector], seconds: float) -> _Collector:

@@ -10,7 +10,8 @@ The *verdict* on a recording is what the setup did at the end of its speech:
 * ``complete``: a stop strategy ended the turn on its own decision (Smart
   Turn said complete, the speech timeout ran out);
 * ``incomplete``: it kept waiting until a fallback ended the turn (Smart
-  Turn's 3 s of silence, the watchdog) or the recording ended first;
+  Turn's 3 s of silence, the recommended stop's bounded waits for unfinished
+  or unsure words, the watchdog) or the recording ended first;
 * ``cut off``: a turn ended while the speaker had more to say (before the
   end of the last stretch of speech), whatever the label;
 * ``no speech``: the VAD heard none.
@@ -33,7 +34,7 @@ __all__ = ["LABELS_FILE", "LABEL_VALUES", "Label", "LabelVerdict", "LabelsSummar
 
 LABELS_FILE = "labels.csv"
 LABEL_VALUES = ("complete", "incomplete")
-_WAITED = frozenset({"fallback", "watchdog", "end"})
+_WAITED = frozenset({"fallback", "watchdog", "end", "unsure", "unfinished", "sequence"})
 
 
 @dataclass(frozen=True)

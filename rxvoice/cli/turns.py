@@ -90,8 +90,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                        help="the recording's transcript (segments with text/start/end/turn_end); "
                             "default: <name>.transcript.json beside it")
     words.add_argument("--no-transcript", action="store_true", help="ignore a transcript found beside the WAV")
-    p.add_argument("--stop", choices=("speech-timeout", "smart-turn"),
-                   help="what ends a turn (default: smart-turn when the model is found, else speech-timeout)")
+    p.add_argument("--stop", choices=("speech-timeout", "smart-turn", "smart-turn-only"),
+                   help="what ends a turn: smart-turn (the recommended setup: Smart Turn, the words and the "
+                        "silence), smart-turn-only (the model's verdicts alone), speech-timeout "
+                        "(default: smart-turn when the model is found, else speech-timeout)")
     p.add_argument("--vad", choices=("silero", "webrtc"), default="silero", help="the VAD (default silero)")
     p.add_argument("--speech-timeout", type=_seconds(0.0, 10.0), default=0.6, metavar="S",
                    help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
@@ -115,7 +117,7 @@ def make_setup(args: argparse.Namespace, err: TextIO) -> Setup:
         if choice.path is None:
             print(f"note: {choice.problem}: using --stop speech-timeout "
                   "(`rxvoice model install` gets it)", file=err)
-    elif stop == "smart-turn" and choice.path is None:
+    elif stop != "speech-timeout" and choice.path is None:
         raise CLIError(f"{choice.problem}; `rxvoice model install` gets it")
     return Setup(
         vad=args.vad, stop=stop, model=choice.path, stt_delay=args.stt_delay, model_latency=args.model_latency,

@@ -16,6 +16,15 @@ import warnings
 from typing import Any
 
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
+from .completion import (
+    Completion,
+    CompletionRules,
+    CompletionVerdict,
+    WordRules,
+    completion_rules,
+    judge_completion,
+    register_completion,
+)
 from .config import (
     DEFAULT_INTERRUPTED_PROMPT,
     EmptyUserTurnConfig,
@@ -26,6 +35,7 @@ from .config import (
     default_stop_strategies,
 )
 from .controller import TurnController
+from .fused import FusedTurnState, FusedTurnStop
 from .idle import IdleState
 from .machine import RecordingPort, ResultBack, TimerFired, TurnMachine, TurnPort, TurnScan, TurnState, Words, turn_step
 from .mute import (
@@ -52,6 +62,9 @@ __all__ = [
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
     "AnalyzerSession",
+    "Completion",
+    "CompletionRules",
+    "CompletionVerdict",
     "Deferred",
     "EmptyUserTurnConfig",
     "EndOfTurnAnalyzer",
@@ -62,6 +75,8 @@ __all__ = [
     "ExternalStrategies",
     "FirstSpeechUserMute",
     "FunctionCallUserMute",
+    "FusedTurnState",
+    "FusedTurnStop",
     "IdleState",
     "MinWordsStart",
     "MuteStrategy",
@@ -86,10 +101,14 @@ __all__ = [
     "UserTurnStrategies",
     "VADStart",
     "WakePhraseStart",
+    "WordRules",
     "Words",
+    "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",
     "inline_offload",
+    "judge_completion",
+    "register_completion",
     "turn_step",
 ]
 

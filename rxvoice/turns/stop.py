@@ -4,10 +4,15 @@ Every stop strategy here waits for the words of the speech that just ended
 before it answers. A VAD stop or a model's verdict can arrive before the
 speech-to-text service has delivered the transcript of the last phrase;
 answering then would give the model the turn without its last words (a bug
-users report against the reference systems). So a strategy that saw speech
-(a VAD start) waits for a transcript that came after it, for as long as the
-service's published latency (``STTMetadataFrame.ttfs_p99_latency``, or
-:data:`TRANSCRIPT_GRACE` when the service published none).
+users report against the reference systems). So a strategy waits for a
+transcript that arrived **after that speech ended** (the VAD stop's time
+minus its ``stop_secs``), not merely after it began: when a caller says two
+sentences 60 ms apart (one stretch of speech for the VAD), the first
+sentence's final arrives while the second is still being spoken, and it is
+not the last speech's words. When no such transcript comes, the wait is
+bounded by the service's published latency
+(``STTMetadataFrame.ttfs_p99_latency``), or :data:`TRANSCRIPT_GRACE` when the
+service published none, counted from the end of the speech.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ __all__ = [
     "TRANSCRIPT_GRACE",
     "Deferred",
     "ExternalCompletionStop",
+    "ExternalState",
     "ExternalStop",
     "SpeechTimeoutState",
     "SpeechTimeoutStop",
@@ -76,6 +82,20 @@ def _downmix(pcm: bytes, channels: int) -> bytes:
     """Interleaved 16-bit PCM of ``channels`` channels as mono (the channels averaged)."""
     samples = np.frombuffer(pcm, dtype="<i2").reshape(-1, channels).astype(np.int32)
     return bytes(samples.mean(axis=1).round().astype("<i2").tobytes())
+
+
+_EPS = 1e-6
+_NEVER = -math.inf
+
+
+def words_timeout(stt_known: bool, stt_timeout: float) -> float:
+    """Seconds after the end of speech to wait for its words: the STT's p99, else :data:`TRANSCRIPT_GRACE`."""
+    return stt_timeout if stt_known else TRANSCRIPT_GRACE
+
+
+def _fresh(text_at: float, speech_end: float) -> bool:
+    """Whether words that arrived at ``text_at`` are those of speech that ended at ``speech_end``."""
+    return text_at >= speech_end - _EPS
 
 
 def _words(frame: Frame) -> bool:
@@ -102,6 +122,7 @@ class SpeechTimeoutState(NamedTuple):
     grace_done: bool = False
     stt_timeout: float = 0.0
     stt_known: bool = False
+    text_at: float = _NEVER
 
 
 _CLEAR_TIMERS: Effects = (Disarm("speech"), Disarm("stt"), Disarm("grace"))
@@ -147,7 +168,7 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         t = type(frame)
         if t is VADUserStartedSpeakingFrame:
             return SpeechTimeoutState(
-                True, False, s.has_text, False, False, False, False, False, s.stt_timeout, s.stt_known
+                True, False, s.has_text, False, False, False, False, False, s.stt_timeout, s.stt_known, s.text_at
             ), _CLEAR_TIMERS
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
@@ -156,15 +177,16 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
             stt_done = s.finalized or stt_wait <= 0
             if not stt_done:
                 effects.append(Arm("stt", stt_wait))
-            grace_done = s.segment_text or not self.wait_for_transcript
+            segment_text = _fresh(s.text_at, now - stop_secs)
+            grace_done = segment_text or not self.wait_for_transcript
             if not grace_done:
-                grace = (s.stt_timeout if s.stt_known else TRANSCRIPT_GRACE) - stop_secs
+                grace = words_timeout(s.stt_known, s.stt_timeout) - stop_secs
                 grace_done = grace <= 0
                 if not grace_done:
                     effects.append(Arm("grace", grace))
             return SpeechTimeoutState(
-                False, True, s.has_text, s.segment_text, s.finalized, False, stt_done, grace_done,
-                s.stt_timeout, s.stt_known,
+                False, True, s.has_text, segment_text, s.finalized, False, stt_done, grace_done,
+                s.stt_timeout, s.stt_known, s.text_at,
             ), tuple(effects)
         if t is TranscriptionFrame:
             if not _words(frame):
@@ -182,7 +204,7 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
                 out.append(Arm("speech", self.user_speech_timeout))
             return self._check(SpeechTimeoutState(
                 s.speaking, s.vad_stopped, True, True, finalized, speech_done, stt_done, True,
-                s.stt_timeout, s.stt_known,
+                s.stt_timeout, s.stt_known, now,
             ), tuple(out))
         if t is InterimTranscriptionFrame:
             if not s.finalized:
@@ -215,8 +237,19 @@ def _grace(s_segment_text: bool, stt_known: bool, stt_timeout: float, stop_secs:
     """Seconds to wait for the transcript of the speech that just ended (``None``: no wait)."""
     if s_segment_text:
         return None
-    grace = (stt_timeout if stt_known else TRANSCRIPT_GRACE) - stop_secs
+    grace = words_timeout(stt_known, stt_timeout) - stop_secs
     return grace if grace > 0 else None
+
+
+def verdict_effects(value: Any, waited: float) -> tuple[bool, float | None, list[Effect]]:
+    """An analyzer's answer: ``(is_complete, probability, effects)``, the effects replaying what was
+    held back during the verdict and reporting it as ``TurnMetricsData`` (``waited``: seconds it took)."""
+    complete, probability = _verdict(value)
+    effects: list[Effect] = [Touch(_end, "flush")]
+    if probability is not None:
+        data = TurnMetricsData("TurnAnalyzer", complete, probability, waited * 1000.0)
+        effects.append(Push(MetricsFrame((data,))))
+    return complete, probability, effects
 
 
 class TurnAnalyzerState(NamedTuple):
@@ -237,6 +270,7 @@ class TurnAnalyzerState(NamedTuple):
     asked_at: float = 0.0
     stt_timeout: float = 0.0
     stt_known: bool = False
+    text_at: float = _NEVER
 
 
 _ANALYZER_TIMERS: Effects = (Disarm("stt"), Disarm("grace"), Disarm("fallback"))
@@ -373,12 +407,13 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
             stt_done = s.finalized or stt_wait <= 0
             if not stt_done:
                 effects.append(Arm("stt", stt_wait))
-            grace = _grace(s.segment_text, s.stt_known, s.stt_timeout, stop_secs)
+            segment_text = _fresh(s.text_at, now - stop_secs)
+            grace = _grace(segment_text, s.stt_known, s.stt_timeout, stop_secs)
             if grace is not None:
                 effects.append(Arm("grace", grace))
             s = s._replace(
                 speaking=False, vad_stopped=True, complete=False, fallback=False, stt_done=stt_done,
-                grace_done=grace is None,
+                segment_text=segment_text, grace_done=grace is None,
             )
             return self._ask(s, now, effects), tuple(effects)
         if t is TranscriptionFrame:
@@ -389,14 +424,14 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
                 # No VAD around this transcript: nothing to judge, count the quiet from it.
                 return s._replace(
                     has_text=True, segment_text=True, finalized=finalized, complete=True, fallback=True,
-                    stt_done=False, grace_done=True,
+                    stt_done=False, grace_done=True, text_at=now,
                 ), (Disarm("stt"), Disarm("grace"), Arm("fallback", self.transcript_timeout))
             out: list[Effect] = [Disarm("grace")]
             if finalized:
                 out.append(Disarm("stt"))
             return self._check(s._replace(
                 has_text=True, segment_text=True, finalized=finalized, stt_done=s.stt_done or finalized,
-                grace_done=True,
+                grace_done=True, text_at=now,
             ), out)
         if t is InterimTranscriptionFrame:
             return (s._replace(finalized=False), NOTHING) if s.finalized else (s, NOTHING)
@@ -430,11 +465,7 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
             return s, NOTHING
         if not key.startswith(_VERDICT):
             return s, NOTHING
-        complete, probability = _verdict(value)
-        effects: list[Effect] = [Touch(_end, "flush")]
-        if probability is not None:
-            data = TurnMetricsData("TurnAnalyzer", complete, probability, (now - s.asked_at) * 1000.0)
-            effects.append(Push(MetricsFrame((data,))))
+        complete, _probability, effects = verdict_effects(value, now - s.asked_at)
         current = key == f"{_VERDICT}{s.segment}"
         reanalyze = s.reanalyze
         s = s._replace(inflight=False, reanalyze=False)
@@ -447,13 +478,14 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
     def on_turn_started(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
         return state._replace(
             vad_stopped=False, has_text=False, segment_text=False, finalized=False, complete=False,
-            stt_done=False, grace_done=False, fallback=False,
+            stt_done=False, grace_done=False, fallback=False, text_at=_NEVER,
         ), _ANALYZER_TIMERS
 
     def on_turn_stopped(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
         return state._replace(
             vad_stopped=False, has_text=False, segment_text=False, finalized=False, complete=False,
             stt_done=False, grace_done=False, fallback=False, segment=state.segment + 1, reanalyze=False,
+            text_at=_NEVER,
         ), (*_ANALYZER_TIMERS, Touch(_clear))
 
 
@@ -469,6 +501,8 @@ class ExternalState(NamedTuple):
     stop_seen: bool = False
     stt_timeout: float = 0.0
     stt_known: bool = False
+    text_at: float = _NEVER
+    settling: bool = False
 
 
 @dataclass(frozen=True)
@@ -476,83 +510,106 @@ class ExternalStop(StopStrategy[ExternalState]):
     """Turn ends decided elsewhere: a proposed stop, or a user-stopped frame already announced.
 
     The turn ends when the user has stopped and the words of what they just
-    said are in: a final transcript that came after the latest start of
-    speech, with no interim guess outstanding. A stop that comes before those
-    words waits for them (and ends the turn the moment they arrive), for at
-    most the STT's published p99 latency (``STTMetadataFrame``), or
-    ``timeout`` when it published none; then the turn ends with what it has.
-    A stop announced elsewhere that still has no words then ends the turn
-    empty, rather than leaving it to the watchdog (which would announce a
-    second stop).
+    said are in, with no interim guess outstanding:
+
+    * a stop that comes when those words are already in (a final transcript
+      after the latest start of speech, and, when VAD frames pass this way,
+      after that speech ended: the VAD stop minus its ``stop_secs``) ends the
+      turn at once;
+    * a stop that comes before them waits: each final transcript after it
+      (re)starts a ``settle`` wait (0.5 s, as Pipecat 1.14 waits after the
+      last final), and the turn ends when no new final came for that long,
+      so a sentence the STT finalizes in pieces ("I want to book", "a table
+      for two.") is one message;
+    * when no words come at all, the wait is bounded by the STT's published
+      p99 latency (``STTMetadataFrame``), or ``timeout`` (1 s) when it
+      published none; a stop announced elsewhere then ends the turn empty,
+      rather than leaving it to the watchdog (which would announce a second
+      stop).
     """
 
     timeout: float = TRANSCRIPT_GRACE
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
+    settle: float = 0.5
     resolves_proposals: ClassVar[bool] = True
     handles: ClassVar[frozenset[type[Frame]]] = frozenset({
         ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
         UserStoppedSpeakingFrame, TranscriptionFrame, InterimTranscriptionFrame, VADUserStartedSpeakingFrame,
-        STTMetadataFrame,
+        VADUserStoppedSpeakingFrame, STTMetadataFrame,
     })
 
     def __post_init__(self) -> None:
-        _non_negative("ExternalStop", timeout=self.timeout)
+        _non_negative("ExternalStop", timeout=self.timeout, settle=self.settle)
 
     def initial(self) -> ExternalState:
         return ExternalState()
 
-    def _grace(self, s: ExternalState) -> float:
-        return s.stt_timeout if s.stt_known else self.timeout
+    def _end(self, s: ExternalState) -> Effects:
+        return (Disarm("grace"), Disarm("settle"), *stopped(False if s.announced_elsewhere else None))
 
     def _check(self, s: ExternalState, waited: bool = False) -> tuple[ExternalState, Effects]:
         if not s.turn_open or s.speaking or not s.stop_seen:
             return s, NOTHING
-        if self.wait_for_transcript and not waited and (not s.segment_text or s.interim_pending):
+        if not self.wait_for_transcript:
+            return s, self._end(s)
+        if not waited and (not s.segment_text or s.interim_pending or s.settling):
             return s, NOTHING
-        if self.wait_for_transcript and not s.has_text and not s.announced_elsewhere:
+        if not s.has_text and not s.announced_elsewhere:
             return s, NOTHING  # a proposal with no words at all: the watchdog decides
-        return s, (Disarm("grace"), *stopped(False if s.announced_elsewhere else None))
+        return s, self._end(s)
 
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         t = type(frame)
-        _, _, has_text, interim, turn_open, segment, _, stt, known = state
+        s = state
         if t is InterimTranscriptionFrame:
-            if interim:
-                return state, NOTHING
-            return state._replace(interim_pending=True), NOTHING
+            return (s, NOTHING) if s.interim_pending else (s._replace(interim_pending=True), NOTHING)
         if t is TranscriptionFrame:
             if not _words(frame):
-                return state, NOTHING
-            return self._check(state._replace(has_text=True, interim_pending=False, segment_text=True))
+                return s, NOTHING
+            s = s._replace(has_text=True, interim_pending=False, segment_text=True, text_at=now)
+            if s.turn_open and s.stop_seen and not s.speaking and self.wait_for_transcript:
+                # The words came after the stop: more finals of the same speech may follow.
+                return s._replace(settling=True), (Disarm("grace"), Arm("settle", self.settle))
+            return self._check(s)
         if t is VADUserStartedSpeakingFrame:
-            return state._replace(segment_text=False), NOTHING
+            return s._replace(segment_text=False), NOTHING
+        if t is VADUserStoppedSpeakingFrame:
+            speech_end = now - float(getattr(frame, "stop_secs", 0.0))
+            return s._replace(segment_text=s.segment_text and _fresh(s.text_at, speech_end)), NOTHING
         if t is ProposedUserStartedSpeakingFrame or t is UserStartedSpeakingFrame:
-            elsewhere = t is UserStartedSpeakingFrame
-            return ExternalState(True, elsewhere, has_text, interim, turn_open, False, False, stt, known), NOTHING
+            return s._replace(
+                speaking=True, announced_elsewhere=t is UserStartedSpeakingFrame, segment_text=False,
+                stop_seen=False, settling=False,
+            ), (Disarm("grace"), Disarm("settle"))
         if t is ProposedUserStoppedSpeakingFrame or t is UserStoppedSpeakingFrame:
-            elsewhere = t is UserStoppedSpeakingFrame
-            s, effects = self._check(
-                ExternalState(False, elsewhere, has_text, interim, turn_open, segment, True, stt, known)
-            )
-            if not effects and turn_open:
-                effects = (Arm("grace", self._grace(s)),)
+            s, effects = self._check(s._replace(
+                speaking=False, announced_elsewhere=t is UserStoppedSpeakingFrame, stop_seen=True,
+            ))
+            if not effects and s.turn_open and not s.settling:
+                effects = (Arm("grace", s.stt_timeout if s.stt_known else self.timeout),)
             return s, effects
         if t is STTMetadataFrame:
             latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
-            return state._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
-        return state, NOTHING
+            return s._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
+        return s, NOTHING
 
     def on_timer(self, state: ExternalState, key: str, now: float) -> tuple[ExternalState, Effects]:
-        return self._check(state, waited=True)
+        if key == "settle":
+            return self._check(state._replace(settling=False), waited=True)
+        if key == "grace":
+            return self._check(state, waited=True)
+        return state, NOTHING
 
     def on_turn_started(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
         return ExternalState(turn_open=True, stt_timeout=state.stt_timeout, stt_known=state.stt_known), (
-            Disarm("grace"),
+            Disarm("grace"), Disarm("settle"),
         )
 
     def on_turn_stopped(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
-        return ExternalState(stt_timeout=state.stt_timeout, stt_known=state.stt_known), (Disarm("grace"),)
+        return ExternalState(stt_timeout=state.stt_timeout, stt_known=state.stt_known), (
+            Disarm("grace"), Disarm("settle"),
+        )
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from rxvoice.testing import load_transcript
 from .conftest import TURN_FILES, read_pcm, run_cli, write_wav
 from .test_bad_input import one_line_error
 
-CUT_OFF = "incomplete__en-us__yes_but_only_if_the.wav"  # Smart Turn says complete (0.95) after "Yes,"
+CUT_OFF = "incomplete__en-us__yes_but_only_if_the.wav"  # Smart Turn says complete (0.96) after "Yes,"
 
 
 class Terminal(io.StringIO):
@@ -61,9 +61,10 @@ def test_a_labeled_folder_shows_each_verdict_and_the_accuracy(with_model: Path, 
     rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith(("complete", "incomplete"))}
     assert "label       verdict" in r.out
     assert " complete    complete    right  model 0.99" in rows[TURN_FILES[0]]
-    assert " incomplete  incomplete  right  3 s fallback" in rows[TURN_FILES[2]]
-    # "Yes," is answered (Smart Turn 0.95) while "but only if the" follows: cut off, whatever the label.
-    assert " incomplete  cut off     WRONG  model 0.95, 3 s fallback" in rows[CUT_OFF]
+    # No transcript: the words are placeholders, Smart Turn says incomplete, the bounded wait for unsure words ends it.
+    assert " incomplete  incomplete  right  unsure" in rows[TURN_FILES[2]]
+    # "Yes," is answered (Smart Turn 0.96) while "but only if the" follows: cut off, whatever the label.
+    assert " incomplete  cut off     WRONG  model 0.96, unsure" in rows[CUT_OFF]
     assert "labels.csv: 3 of 4 verdicts match the labels (75.0%): complete 2/2, incomplete 1/2" in r.out
 
 
@@ -169,7 +170,7 @@ def test_signs_are_printed_once(with_model: Path, booking_wav: Path, tmp_path: P
         seg["end"] = round(seg["end"] + 0.5, 3)
     late = tmp_path / "late.json"
     late.write_text(json.dumps(data))
-    r = run_cli("turns", str(booking_wav), "--transcript", str(late))
+    r = run_cli("turns", str(booking_wav), "--transcript", str(late), "--stop", "smart-turn-only")
     assert r.code == 0, r.err
     assert "+-" not in r.out
     assert " at -0." in r.out
@@ -220,10 +221,10 @@ def test_silence_and_quiet_audio_say_what_was_heard(without_model: Path, booking
 
 
 def test_complete_verdicts_that_ended_nothing_are_explained(with_model: Path, booking_wav: Path) -> None:
-    """The booking call's "Hi," (0.82) and "Actually," (0.96): marked and explained in the text."""
+    """The booking call's "Actually," (0.76) and "Thanks," (0.97): marked and explained in the text."""
     r = run_cli("turns", str(booking_wav))
-    assert "1.09 s complete 0.82*" in r.out and "8.79 s complete 0.96*" in r.out
-    assert "5.65 s complete 0.94," in r.out  # the one that ended turn 1 is not marked
+    assert "8.83 s complete 0.76*" in r.out and "14.55 s complete 0.97*" in r.out
+    assert "5.69 s complete 0.93," in r.out  # the one that ended turn 1 is not marked
     assert "* complete, but no turn ended: the speech resumed before its words arrived" in r.out
 
 

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from rxvoice.audio.turn import SmartTurnAnalyzer
+from rxvoice.audio.vad import SMART_TURN_STOP_SECS, VADParams
+from rxvoice.turns import TurnAnalyzerStop
+
 from tests.support import load_example
 
 
@@ -21,7 +25,7 @@ def test_the_demo_call_ends_three_whole_turns(with_model: Path, capsys: pytest.C
     assert [m["content"] for m in context.messages if m["role"] == "assistant"] == [f"Got it: {u}" for u in users]
     out = capsys.readouterr().out
     assert "turns end by Smart Turn" in out
-    assert out.count("user turn over (TurnAnalyzerStop, 0.30 s after speech)") == 3
+    assert out.count("user turn over (FusedTurnStop, 0.30 s after speech)") == 3
 
 
 def test_without_the_model_the_pause_cuts_the_caller_off(without_model: Path, booking_wav: Path,
@@ -35,11 +39,14 @@ def test_without_the_model_the_pause_cuts_the_caller_off(without_model: Path, bo
 
 def test_the_last_turn_of_a_recording_is_closed_by_the_rule_that_ends_it(
         with_model: Path, shared: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A call whose last words Smart Turn judges unfinished: the recording runs on until the stop watchdog closes
-    that turn (it is written and answered, nothing lost), and the output names the stop timeout, not the end of
-    the recording."""
+    """A call whose last words Smart Turn judges unfinished, with its verdicts alone deciding: the recording runs on
+    until the stop watchdog closes that turn (it is written and answered, nothing lost), and the output names the
+    stop timeout, not the end of the recording."""
     call = shared / "audio" / "calls" / "call03_tech_support"
-    context = load_example("recording").main([str(call.with_suffix(".wav")), str(call) + ".transcript.json"])
+    example = load_example("recording")
+    example.stop_strategy = lambda: (  # the model's verdicts alone: the last turn has no rule but the watchdog
+        TurnAnalyzerStop(SmartTurnAnalyzer()), VADParams(stop_secs=SMART_TURN_STOP_SECS), "Smart Turn's verdicts")
+    context = example.main([str(call.with_suffix(".wav")), str(call) + ".transcript.json"])
     users = [m["content"] for m in context.messages if m["role"] == "user"]
     assert users and users[-1].endswith("Alright, that sounds fine.")
     assert [m["content"] for m in context.messages if m["role"] == "assistant"] == [f"Got it: {u}" for u in users]

@@ -36,6 +36,7 @@ PUBLIC_SUBMODULES = (
     "rxvoice.audio.vad",
     "rxvoice.audio.turn",
     "rxvoice.audio.vad_processor",
+    "rxvoice.audio.recommended",
     "rxvoice.turns.strategy",
     "rxvoice.testing.pytest_plugin",
 )

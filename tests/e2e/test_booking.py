@@ -14,8 +14,9 @@ import functools
 import pytest
 
 from rxvoice.aggregators import Pair
+from rxvoice.audio.recommended import recommended_turn_setup
 from rxvoice.audio.turn import SmartTurnAnalyzer
-from rxvoice.audio.vad import SMART_TURN_STOP_SECS, SileroVADAnalyzer, VADParams
+from rxvoice.audio.vad import SileroVADAnalyzer, VADParams
 from rxvoice.audio.vad_processor import VADProcessor
 from rxvoice.context import LLMContext
 from rxvoice.turns import SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
@@ -29,14 +30,48 @@ TURNS = [
     "Thanks, that is all.",
 ]
 MS = 0.0005  # half a millisecond: recorded times are whole milliseconds
+FAST_VAD_STOP = 0.12  # four Silero windows: the model alone then answers "Boston, next Friday." within 0.25 s
 
 
 @functools.cache
 def smart_turn_call(delay: float, latency: float) -> Call:
-    """The call with Smart Turn deciding and the VAD stopping after 4 silent windows (each setup run once)."""
-    vad = VADProcessor(lambda: SileroVADAnalyzer(params=VADParams(stop_secs=SMART_TURN_STOP_SECS)))
+    """TurnAnalyzerStop alone (the model's verdicts), the VAD stopping after 4 silent windows (each run once)."""
+    vad = VADProcessor(lambda: SileroVADAnalyzer(params=VADParams(stop_secs=FAST_VAD_STOP)))
     pair = Pair(LLMContext(), turns=TurnsConfig(stop=[TurnAnalyzerStop(SmartTurnAnalyzer(smart_turn_model_path()))]))
     return run_call([vad], pair, delay=delay, latency=latency)
+
+
+@functools.cache
+def recommended_call(delay: float, latency: float) -> Call:
+    """The recommended setup (``recommended_turn_setup``): its VAD parameters and its stop strategy."""
+    setup = recommended_turn_setup(smart_turn_model_path())
+    vad = VADProcessor(lambda: SileroVADAnalyzer(params=setup.vad_params))
+    return run_call([vad], Pair(LLMContext(), turns=setup.turns_config()), delay=delay, latency=latency)
+
+
+@pytest.mark.parametrize(("delay", "latency"), [(0.1, 0.02), (0.1, 0.04), (0.3, 0.04), (0.8, 0.05)])
+def test_the_recommended_setup_answers_three_times_with_the_words_just_spoken(delay: float, latency: float) -> None:
+    """No answer at the two mid-sentence pauses; three answers, each after the words of the turn were in."""
+    call = recommended_call(delay, latency)
+    assert call.questions == TURNS
+    for answer, end in zip(call.answers, call.transcript.turn_ends, strict=True):
+        assert answer >= end + delay - MS
+
+
+@pytest.mark.parametrize("latency", [0.02, 0.04])
+def test_the_recommended_setup_answers_within_a_quarter_second_when_the_words_are_in(latency: float) -> None:
+    """Transcript 0.1 s after speech: each answer at most 0.25 s after the segment's end."""
+    call = recommended_call(0.1, latency)
+    gaps = [answer - end for answer, end in zip(call.answers, call.transcript.turn_ends, strict=True)]
+    assert len(gaps) == 3
+    assert all(0 < g <= 0.25 + MS for g in gaps), gaps
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.8])
+def test_the_recommended_setup_answers_as_soon_as_a_late_transcript_arrives(delay: float) -> None:
+    """Finished words arriving after the VAD stop are answered the moment they arrive."""
+    call = recommended_call(delay, 0.05)
+    assert call.answers == pytest.approx([end + delay for end in call.transcript.turn_ends], abs=MS)
 
 
 @pytest.mark.parametrize(("delay", "latency"), [(0.1, 0.02), (0.1, 0.04), (0.3, 0.04), (0.8, 0.05)])

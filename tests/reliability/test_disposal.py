@@ -42,7 +42,7 @@ def timeline() -> list[tuple[float, F.Frame]]:
     """Two user turns: VAD, 20 ms audio chunks, finalized transcripts."""
     down: list[tuple[float, F.Frame]] = [(0.0, F.StartFrame()), (0.1, F.VADUserStartedSpeakingFrame(0.2, 0.1))]
     down += [(0.1 + 0.02 * i, AUDIO) for i in range(45)]
-    down += [(0.6, F.TranscriptionFrame("book a flight", finalized=True)),
+    down += [(0.8, F.TranscriptionFrame("book a flight", finalized=True)),  # as the speech ends (0.8)
              (1.0, F.VADUserStoppedSpeakingFrame(0.2, 1.0)),
              (3.5, F.VADUserStartedSpeakingFrame(0.2, 3.5)),
              (3.7, F.TranscriptionFrame("thanks", finalized=True)),

@@ -283,7 +283,7 @@ def test_an_end_of_turn_stream_that_refuses_a_chunk_skips_that_chunk_only(crashe
 
     analyzer.open_stream = open_stream  # type: ignore[method-assign]
     down = [(0.0, F.StartFrame()), (0.1, F.VADUserStartedSpeakingFrame(0.2, 0.1)), *_speech(0.8, 0.1),
-            (0.6, FIRST), (1.0, F.VADUserStoppedSpeakingFrame(0.2, 1.0))]
+            (0.8, FIRST), (1.0, F.VADUserStoppedSpeakingFrame(0.2, 1.0))]  # the words as the speech ends
     rec = bench.run(pipeline(pair.user(), ScriptedLLM(["Sure."]), pair.assistant()), down=down,
                     watch=[pair.user()])
     assert fed[0] > 5

@@ -211,13 +211,13 @@ def test_the_machine_is_a_scan_accumulator() -> None:
     from rxvoice.turns import TimerFired, turn_step
 
     machine = TurnMachine(TurnsConfig(start=[VADStart()], stop=[SpeechTimeoutStop(user_speech_timeout=0.5)]))
-    items = [(VS, 0.0), (F.TranscriptionFrame("hi there", finalized=True), 0.3), (VE, 0.6),
+    items = [(VS, 0.0), (VE, 0.6), (F.TranscriptionFrame("hi there", finalized=True), 0.7),
              TimerFired(1, "speech", 1.1)]
     steps = reactivex.defer(lambda _: reactivex.from_iterable(items).pipe(
         ops.scan(turn_step(machine), machine.scan_start()))).pipe(ops.to_list()).run()
     opened = [step.open for step in steps]
     assert opened == [True, True, True, False]
-    assert ("arm", 1, "speech", 0.5) in steps[2].calls
+    assert ("arm", 1, "speech", 0.5) in steps[1].calls
     assert any(c[:2] == ("event", "on_user_turn_stopped") for c in steps[3].calls)
 
 

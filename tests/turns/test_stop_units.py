@@ -169,7 +169,7 @@ def test_turn_analyzer_incomplete_keeps_the_turn_open_until_the_next_pause() -> 
     b = StrategyBench(TurnAnalyzerStop(analyzer), latency=0.05)
     b.at(0.0, VS).at(0.2, T("I want")).at(0.5, VE).at(1.5)
     assert b.fired == []
-    b.at(2.0, VS).at(2.2, T("a pizza")).at(2.5, VE).at(4.0)
+    b.at(2.0, VS).at(2.3, T("a pizza")).at(2.5, VE).at(4.0)  # the words as the speech ends (2.5 - 0.2)
     assert b.stops() == [2.55]
     assert analyzer.analyses == 2
 
@@ -313,13 +313,41 @@ def test_external_stop_with_words_in_hand_fires_at_once() -> None:
     assert b.stops() == [0.4]
 
 
-def test_external_stop_before_its_transcript_ends_the_turn_when_it_arrives() -> None:
-    """A stop that came before its transcript waits for it and ends the turn the moment it arrives."""
+def test_external_stop_before_its_transcript_ends_the_turn_timeout_after_it() -> None:
+    """A stop that came before its transcript waits for it, then ``settle`` (0.5 s) more for further finals."""
     b = StrategyBench(ExternalStop(timeout=0.5))
     b.turn_started()
     b.at(0.0, F.ProposedUserStartedSpeakingFrame()).at(0.4, F.ProposedUserStoppedSpeakingFrame()).at(0.6, T("hi"))
     b.at(3.0)
-    assert b.stops() == [0.6]
+    assert b.stops() == [1.1]
+
+
+def test_external_stop_every_final_after_the_stop_restarts_the_wait() -> None:
+    """Finals 0.3 s apart after the stop: one turn, ``timeout`` after the last of them (issue 13, defect 10)."""
+    b = StrategyBench(ExternalStop())
+    b.turn_started()
+    b.at(0.0, F.ProposedUserStartedSpeakingFrame()).at(0.4, F.ProposedUserStoppedSpeakingFrame())
+    b.at(0.6, T("I want to book")).at(0.9, T("a table for two.")).at(3.0)
+    assert b.stops() == [1.4]
+
+
+def test_external_stop_with_the_words_in_hand_ends_at_once() -> None:
+    """A stop that comes after the words of the latest speech ends the turn at the stop."""
+    b = StrategyBench(ExternalStop())
+    b.turn_started()
+    b.at(0.0, F.ProposedUserStartedSpeakingFrame()).at(0.3, T("hi")).at(0.4, F.ProposedUserStoppedSpeakingFrame())
+    b.at(3.0)
+    assert b.stops() == [0.4]
+
+
+def test_external_stop_with_vad_frames_waits_for_words_after_the_speech_ended() -> None:
+    """A final that came before the VAD's end of speech is not the last speech's words."""
+    b = StrategyBench(ExternalStop())
+    b.turn_started()
+    b.at(0.0, F.UserStartedSpeakingFrame()).at(0.0, VS).at(1.0, T("I'm from Chicago."))
+    b.at(1.5, VE).at(1.5, F.UserStoppedSpeakingFrame()).at(1.6, T("I'm in New Jersey now."))
+    b.at(3.0)
+    assert b.stops() == [2.1]
 
 
 def test_external_stop_waits_for_the_latest_segment_words() -> None:
@@ -328,7 +356,7 @@ def test_external_stop_waits_for_the_latest_segment_words() -> None:
     b.turn_started()
     b.at(0.0, F.UserStartedSpeakingFrame()).at(0.2, T("book a flight to")).at(0.5, F.VADUserStartedSpeakingFrame())
     b.at(1.0, F.UserStoppedSpeakingFrame()).at(1.4, T("Boston")).at(3.0)
-    assert b.stops() == [1.4]
+    assert b.stops() == [1.9]  # the words, then ``settle`` (0.5 s) for more of them
 
 
 def test_external_stop_waits_for_words_at_most_the_stt_latency() -> None:

@@ -7,7 +7,7 @@ machine, the volume gate and the choice between the models.
 from __future__ import annotations
 
 from .analyzer import VADAnalyzer, WindowAnalysis
-from .params import SMART_TURN_STOP_SECS, VADParams, VADState
+from .params import SMART_TURN_MIN_VOLUME, SMART_TURN_STOP_SECS, VADParams, VADState
 from .silero import (
     SileroModel,
     SileroStream,
@@ -20,6 +20,7 @@ from .volume import VolumeMeter, block_loudness, k_weighting, loudness_to_volume
 from .webrtc import WebRTCVADAnalyzer
 
 __all__ = [
+    "SMART_TURN_MIN_VOLUME",
     "SMART_TURN_STOP_SECS",
     "SileroModel",
     "SileroStream",

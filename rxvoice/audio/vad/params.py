@@ -8,15 +8,27 @@ from dataclasses import dataclass
 
 from ...errors import ConfigurationError
 
-__all__ = ["SMART_TURN_STOP_SECS", "VADParams", "VADState"]
+__all__ = ["SMART_TURN_MIN_VOLUME", "SMART_TURN_STOP_SECS", "VADParams", "VADState"]
 
-SMART_TURN_STOP_SECS = 0.12
-"""VAD ``stop_secs`` for setups where an end-of-turn model (Smart Turn) decides.
+SMART_TURN_STOP_SECS = 0.16
+"""VAD ``stop_secs`` of the recommended Smart Turn setup (:mod:`rxvoice.audio.recommended`).
 
-Four Silero windows (128 ms): the VAD stop then only marks a pause to judge,
-and the model (with the transcript gate of the stop strategy) decides whether
-the turn ended, so the answer can start ~0.2 s after the last word instead of
-~0.3 s. See ``docs/audio.md`` ("Answering within 0.25 s") for the trade-off.
+Five Silero windows (160 ms). The VAD stop only marks a pause to judge; the
+stop strategy (the model, the words and the silence) decides whether the
+turn ended. With the words deciding, 0.12, 0.16 and 0.2 s gave the same ends
+and cut-offs on the development and extra calls; 0.16 s still answers within
+0.25 s of the end of speech when the transcript is in (Pipecat's 0.2 s does
+not), and judges fewer mid-phrase pauses than 0.12 s. See
+``docs/turn-taking.md`` ("The recommended setup").
+"""
+
+SMART_TURN_MIN_VOLUME = 0.5
+"""VAD ``min_volume`` of the recommended setup: about -60 LUFS (``VADParams``' default, Pipecat's, is 0.6).
+
+A caller at -38 dBFS is heard ~0.1 s sooner and a short "Hello?" at that level
+reaches the VAD; the cost is that background talk down to about -58 dBFS does
+too (0.6 holds back anything under about -50). Pink noise starts nothing at
+either (``benchmarks/vad_gate.py``).
 """
 
 

@@ -1,0 +1,579 @@
+"""``rxvoice eval PATH...``: how a turn-taking setup does on labelled recordings, pause by pause.
+
+Labels come from a ``<name>.transcript.json`` beside each WAV (segments with
+``text``/``start``/``end``/``turn_end``, as ``rxvoice turns`` reads them), or
+from a folder's ``labels.csv`` (one utterance per WAV, ``label`` ``complete``
+or ``incomplete``, as in the Smart Turn fixtures). Every pause after a
+segment is judged:
+
+* ``found``: a labelled end of turn answered before the caller went on (its
+  latency: the answer minus the segment's end);
+* ``missed``: a labelled end with no answer before the next segment;
+* ``cut-off``: a mid-sentence pause answered (or a turn that ended inside a
+  segment), and ``recovered`` when the aggregator then reported
+  ``on_user_turn_recovered`` (the false end undone before the bot spoke);
+* ``held``: a mid-sentence pause waited through.
+
+A single ``incomplete`` utterance of a ``labels.csv`` stands for a speaker
+who goes on after ``--resume-after`` seconds: an answer before that is a
+cut-off. ``--sweep NAME=a,b,c`` runs the setup once per value (several
+``--sweep`` options: every combination) and ``--plot`` draws cut-offs
+against latency for each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import math
+import re
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from ..errors import InvalidTranscriptError, RxVoiceError
+from ..testing import Segment, Transcript, load_transcript
+from ._common import CLIError, choose_model
+from .analysis import STOP_CHOICES, VAD_CHOICES, Analysis, Recovered, Setup, Turn, analyze, check_transcript
+from .analysis import _stop_strategy as stop_strategy
+from .progress import Progress
+from .wav import RATE, Recording, read_wav
+
+__all__ = [
+    "Item",
+    "PauseResult",
+    "RunResult",
+    "Totals",
+    "add_parser",
+    "evaluate",
+    "find_items",
+    "judge",
+    "plot_tradeoff",
+    "run",
+    "totals",
+]
+
+JSON_VERSION = 1
+RECOVERED_EVENT = "on_user_turn_recovered"
+"""The user aggregator's event for a false end undone (counted when the aggregator has it)."""
+_EPS = 0.0015
+
+DESCRIPTION = """\
+Turn-taking on labelled recordings: for every pause, whether the setup
+answered, when, and whether it should have; totals of ends found, cut-offs,
+misses and recovered cut-offs, and the latency after the end of speech.
+"""
+
+EPILOG = """\
+PATH is a WAV with <name>.transcript.json beside it, or a folder of them, or a
+folder with a labels.csv (file,label,text: one utterance per WAV). The run is
+in virtual time (Smart Turn verdicts take --model-latency), with the replayed
+transcript's finals --stt-delay seconds after each segment.
+
+Examples:
+  rxvoice eval calls/
+  rxvoice eval calls/ turns/ --sweep unsure_timeout=0.6,0.8,1.0 --plot tradeoff.png
+  rxvoice eval calls/ --set stop_secs=0.12 --json
+"""
+
+
+# -- the recordings --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One labelled recording.
+
+    Attributes:
+        wav: the recording.
+        transcript: its segments and labels.
+        resume_after: for a single mid-sentence utterance, when the speaker
+            would go on (seconds after its end); ``None`` for a transcript file.
+    """
+
+    wav: Path
+    transcript: Transcript
+    resume_after: float | None = None
+
+
+def _speech_span(recording: Recording) -> tuple[float, float]:
+    """First and last 10 ms with sound above 2 % of the peak (the utterance in a single-utterance file)."""
+    samples = np.abs(recording.samples.astype(np.float32))
+    n = len(samples) // 160
+    if n == 0 or float(samples.max(initial=0.0)) == 0.0:
+        return 0.0, recording.duration
+    frames = samples[: n * 160].reshape(n, 160).max(axis=1)
+    loud = np.flatnonzero(frames > 0.02 * float(samples.max()))
+    return float(loud[0] * 160 / RATE), float((loud[-1] + 1) * 160 / RATE)
+
+
+def _labels_csv(folder: Path, resume_after: float) -> list[Item]:
+    items: list[Item] = []
+    with (folder / "labels.csv").open(encoding="utf-8", newline="") as f:
+        for n, row in enumerate(csv.DictReader(f), 2):
+            name, label, text = row.get("file"), row.get("label"), row.get("text")
+            if not name or label not in ("complete", "incomplete") or text is None:
+                raise CLIError(f"{folder / 'labels.csv'} line {n}: needs file, label (complete/incomplete), text")
+            wav = folder / name
+            if not wav.is_file():
+                raise CLIError(f"{folder / 'labels.csv'} line {n}: no such file {name}")
+            start, end = _speech_span(read_wav(wav))
+            segment = Segment(text, round(start, 3), round(end, 3), label == "complete")
+            items.append(Item(wav, Transcript((segment,)), None if label == "complete" else resume_after))
+    return items
+
+
+def _load(path: Path) -> Transcript:
+    try:
+        return load_transcript(path)
+    except InvalidTranscriptError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def find_items(paths: Iterable[str | Path], *, resume_after: float = 1.0) -> list[Item]:
+    """The labelled recordings under ``paths`` (files or folders), in a stable order.
+
+    Raises:
+        CLIError: a path that does not exist, a WAV with no labels, a folder with none.
+    """
+    items: list[Item] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            if (path / "labels.csv").is_file():
+                items.extend(_labels_csv(path, resume_after))
+                continue
+            found = [w for w in sorted(path.glob("*.wav")) if w.with_name(w.stem + ".transcript.json").is_file()]
+            if not found:
+                raise CLIError(f"{path}: no labels.csv and no WAV with a <name>.transcript.json beside it")
+            items.extend(Item(w, _load(w.with_name(w.stem + ".transcript.json"))) for w in found)
+        elif path.is_file():
+            labels = path.with_name(path.stem + ".transcript.json")
+            if not labels.is_file():
+                raise CLIError(f"{path}: no {labels.name} beside it (rxvoice eval needs labels)")
+            items.append(Item(path, _load(labels)))
+        else:
+            raise CLIError(f"{path}: no such file or folder")
+    return items
+
+
+def without_punctuation(transcript: Transcript) -> Transcript:
+    """The transcript as an STT without punctuation or casing would give it."""
+    segments = tuple(
+        Segment(" ".join(re.sub(r"[^\w\s']", " ", s.text).lower().split()), s.start, s.end, s.turn_end)
+        for s in transcript.segments
+    )
+    return Transcript(segments, transcript.sample_rate, transcript.duration)
+
+
+# -- judging ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PauseResult:
+    """What happened in the pause after one segment.
+
+    Attributes:
+        index: the segment (1, 2, ...).
+        text: its words.
+        end: when it ended (s).
+        should_answer: its label (a listener would take the turn).
+        answered_at: when a turn ended in the pause (``None``: no answer).
+        outcome: ``found``, ``missed``, ``cut-off`` or ``held``.
+        latency: ``answered_at - end`` for an answer.
+        cause: the deciding reason's short form (``model``, ``words``, ...).
+        reason: the deciding reason in words.
+        recovered: a cut-off undone by the aggregator's recovery.
+    """
+
+    index: int
+    text: str
+    end: float
+    should_answer: bool
+    answered_at: float | None
+    outcome: str
+    latency: float | None
+    cause: str | None = None
+    reason: str | None = None
+    recovered: bool = False
+
+
+def judge(item: Item, analysis: Analysis) -> list[PauseResult]:
+    """Every segment's pause, judged against its label."""
+    segments = item.transcript.segments
+    decided = [t for t in analysis.turns if t.cause != "end"]
+    recoveries = [o.time for o in analysis.observations if isinstance(o, Recovered)]
+    out: list[PauseResult] = []
+    for i, seg in enumerate(segments):
+        if i + 1 < len(segments):
+            until = segments[i + 1].start
+        elif item.resume_after is not None:
+            until = seg.end + item.resume_after
+        else:
+            until = math.inf
+        inside = [t for t in decided if seg.start + _EPS < t.ended < seg.end - _EPS]
+        after = [t for t in decided if seg.end - _EPS <= t.ended < until]
+        hits = inside or after
+        hit: Turn | None = hits[0] if hits else None
+        if inside or (after and not seg.turn_end):
+            outcome = "cut-off"
+        elif after:
+            outcome = "found"
+        else:
+            outcome = "missed" if seg.turn_end else "held"
+        latency = None if hit is None else round(hit.ended - seg.end, 6)
+        recovered = outcome == "cut-off" and hit is not None and any(hit.ended <= r < until for r in recoveries)
+        out.append(PauseResult(
+            i + 1, seg.text, seg.end, seg.turn_end, None if hit is None else hit.ended, outcome, latency,
+            None if hit is None else hit.cause, None if hit is None else hit.reason, recovered,
+        ))
+    return out
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Counts over many pauses."""
+
+    turn_ends: int
+    found: int
+    missed: int
+    pauses: int
+    cut_offs: int
+    recovered: int
+    latency_p50: float | None
+    latency_p90: float | None
+
+    @property
+    def found_rate(self) -> float:
+        return self.found / self.turn_ends if self.turn_ends else 1.0
+
+    @property
+    def cut_off_rate(self) -> float:
+        return self.cut_offs / self.pauses if self.pauses else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "turn_ends": self.turn_ends, "found": self.found, "missed": self.missed, "pauses": self.pauses,
+            "cut_offs": self.cut_offs, "recovered_cut_offs": self.recovered,
+            "found_rate": round(self.found_rate, 4), "cut_off_rate": round(self.cut_off_rate, 4),
+            "latency_p50": self.latency_p50, "latency_p90": self.latency_p90,
+        }
+
+
+def _quantile(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return round(values[0], 3)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1], 3)
+
+
+def totals(pauses: Iterable[PauseResult]) -> Totals:
+    """The counts and the latency percentiles (found ends only)."""
+    ps = list(pauses)
+    ends = [p for p in ps if p.should_answer]
+    mids = [p for p in ps if not p.should_answer]
+    latencies = [p.latency for p in ends if p.outcome == "found" and p.latency is not None]
+    return Totals(
+        len(ends), sum(p.outcome == "found" for p in ends), sum(p.outcome == "missed" for p in ends),
+        len(mids), sum(p.outcome == "cut-off" for p in ps), sum(p.recovered for p in ps),
+        _quantile(latencies, 0.5), _quantile(latencies, 0.9),
+    )
+
+
+@dataclass
+class RunResult:
+    """One setup over every recording."""
+
+    setup: Setup
+    params: dict[str, float]
+    recordings: list[tuple[Item, list[PauseResult]]] = field(default_factory=list)
+    errors: list[tuple[Path, str]] = field(default_factory=list)
+
+    @property
+    def totals(self) -> Totals:
+        return totals(p for _, ps in self.recordings for p in ps)
+
+
+def _one(job: tuple[Item, Setup, bool]) -> tuple[Item, list[PauseResult] | None, str | None]:
+    item, setup, strip = job
+    try:
+        recording = read_wav(item.wav)
+        transcript = without_punctuation(item.transcript) if strip else item.transcript
+        check_transcript(transcript, recording, item.wav.name)
+        analysis = analyze(recording, setup, transcript=transcript, windows=False)
+        return item, judge(item, analysis), None
+    except (CLIError, RxVoiceError) as exc:
+        return item, None, str(exc)
+
+
+def evaluate(
+    items: Sequence[Item], setups: Sequence[tuple[Setup, dict[str, float]]], *,
+    strip_punctuation: bool = False, jobs: int = 1, on_step: Callable[[str], None] | None = None,
+) -> list[RunResult]:
+    """Run every setup over every item (``jobs`` processes), in order."""
+    runs = [RunResult(setup, params) for setup, params in setups]
+    work = [(item, setup, strip_punctuation) for setup, _ in setups for item in items]
+    if jobs > 1 and len(work) > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            results = list(_stepped(pool.map(_one, work), on_step))
+    else:
+        results = list(_stepped(map(_one, work), on_step))
+    for n, (item, pauses, error) in enumerate(results):
+        target = runs[n // len(items)]
+        if pauses is None:
+            target.errors.append((item.wav, error or "failed"))
+        else:
+            target.recordings.append((item, pauses))
+    return runs
+
+
+def _stepped(
+    results: Iterable[tuple[Item, list[PauseResult] | None, str | None]], on_step: Callable[[str], None] | None
+) -> Iterable[tuple[Item, list[PauseResult] | None, str | None]]:
+    for result in results:
+        if on_step is not None:
+            on_step(result[0].wav.name)
+        yield result
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def _assignment(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: give NAME=VALUE")
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: {value!r} is not a number") from None
+
+
+def _sweep(text: str) -> tuple[str, list[float]]:
+    name, sep, values = text.partition("=")
+    if not sep or not name.strip() or not values.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: give NAME=a,b,c")
+    try:
+        numbers = [float(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the values must be numbers") from None
+    if not numbers:
+        raise argparse.ArgumentTypeError(f"{text!r}: no values")
+    return name.strip(), numbers
+
+
+def _nonneg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.0 <= value <= 60.0:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0..60 seconds")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``eval``."""
+    p = sub.add_parser(
+        "eval", help="ends found, cut-offs and latency on labelled recordings",
+        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="WAVs with transcripts beside them, or folders")
+    p.add_argument("--stop", choices=STOP_CHOICES, default="smart-turn",
+                   help="the setup: smart-turn (the recommended one, default), smart-turn-only "
+                        "(the model's verdicts alone) or speech-timeout")
+    p.add_argument("--vad", choices=VAD_CHOICES, default="silero", help="the VAD (default silero)")
+    p.add_argument("--stt-delay", type=_nonneg, default=0.3, metavar="S",
+                   help="finals arrive S seconds after each segment ends (default 0.3)")
+    p.add_argument("--model-latency", type=_nonneg, default=0.05, metavar="S",
+                   help="virtual seconds a Smart Turn verdict takes (default 0.05)")
+    p.add_argument("--model", metavar="PATH", help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL)")
+    p.add_argument("--set", type=_assignment, action="append", default=[], metavar="NAME=V", dest="fixed",
+                   help="a VAD or stop-strategy parameter (e.g. stop_secs=0.12); repeatable")
+    p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="NAME=a,b,c",
+                   help="run once per value; several --sweep: every combination")
+    p.add_argument("--no-punctuation", action="store_true",
+                   help="replay the transcripts lower-cased without punctuation (an STT without either)")
+    p.add_argument("--resume-after", type=_nonneg, default=1.0, metavar="S",
+                   help="a labels.csv 'incomplete' utterance is cut off if answered within S s (default 1.0)")
+    p.add_argument("--tail", type=_nonneg, default=4.0, metavar="S",
+                   help="seconds of silence played after each recording (default 4)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="recordings analysed in parallel (processes)")
+    p.add_argument("--plot", metavar="OUT.png", help="write the cut-offs-against-latency curve as a PNG")
+    p.add_argument("--detail", action="store_true", help="list every pause")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--progress", action="store_true", help="draw the progress bar even when not on a terminal")
+    p.set_defaults(run=run)
+
+
+def _setups(args: argparse.Namespace, model: Path | None) -> list[tuple[Setup, dict[str, float]]]:
+    fixed = dict(args.fixed)
+    names = [name for name, _ in args.sweep]
+    if len(set(names)) != len(names):
+        raise CLIError("--sweep: give each parameter once")
+    grid = list(itertools.product(*(values for _, values in args.sweep))) or [()]
+    out: list[tuple[Setup, dict[str, float]]] = []
+    for combo in grid:
+        params = {**fixed, **dict(zip(names, combo, strict=True))}
+        setup = Setup(
+            vad=args.vad, stop=args.stop, model=model, stt_delay=args.stt_delay,
+            model_latency=args.model_latency, tail=args.tail, overrides=tuple(sorted(params.items())),
+        )
+        setup.vad_params  # noqa: B018  (validates the parameters now, not in a worker)
+        stop_strategy(setup)
+        out.append((setup, params))
+    return out
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _params(params: dict[str, float]) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in params.items()) or "defaults"
+
+
+def _summary(t: Totals) -> str:
+    return (
+        f"ends found {t.found}/{t.turn_ends} ({t.found_rate:.0%}), missed {t.missed}; "
+        f"cut-offs {t.cut_offs}/{t.pauses} ({t.cut_off_rate:.0%}), recovered {t.recovered}; "
+        f"latency p50 {_fmt(t.latency_p50)}, p90 {_fmt(t.latency_p90)}"
+    )
+
+
+def report(runs: Sequence[RunResult], *, detail: bool = False) -> str:
+    """The runs as text: per recording, then the totals (and a sweep table)."""
+    lines: list[str] = []
+    for r in runs:
+        lines.append(f"{r.setup.stop} ({_params(r.params)}): {_summary(r.totals)}")
+        if len(runs) == 1 or detail:
+            width = max([len(i.wav.name) for i, _ in r.recordings] + [4])
+            for item, pauses in r.recordings:
+                t = totals(pauses)
+                lines.append(
+                    f"  {item.wav.name:<{width}}  ends {t.found}/{t.turn_ends}  cut-offs {t.cut_offs}/{t.pauses}  "
+                    f"p50 {_fmt(t.latency_p50)}  p90 {_fmt(t.latency_p90)}"
+                )
+                if detail:
+                    for p in pauses:
+                        when = "no answer" if p.answered_at is None else f"answered +{p.latency:.2f} s ({p.cause})"
+                        want = "end" if p.should_answer else "pause"
+                        lines.append(f"      {p.index:>2} {want:<5} {p.outcome:<8} {when:<28} {p.text[:60]}")
+        for path, error in r.errors:
+            lines.append(f"  {path.name}: error: {error}")
+    return "\n".join(lines)
+
+
+def to_json(runs: Sequence[RunResult], args: argparse.Namespace) -> dict[str, Any]:
+    """The runs as JSON (schema version 1)."""
+    return {
+        "version": JSON_VERSION,
+        "settings": {**runs[0].setup.describe(), "vad_min_volume": runs[0].setup.vad_params.min_volume,
+                     "no_punctuation": bool(args.no_punctuation), "resume_after": args.resume_after},
+        "runs": [{
+            "params": r.params,
+            "vad_stop_secs": r.setup.vad_params.stop_secs,
+            "totals": r.totals.as_json(),
+            "errors": [{"file": str(p), "error": e} for p, e in r.errors],
+            "recordings": [{
+                "file": str(item.wav),
+                "totals": totals(pauses).as_json(),
+                "pauses": [{
+                    "index": p.index, "text": p.text, "end": p.end, "should_answer": p.should_answer,
+                    "answered_at": p.answered_at, "latency": p.latency, "outcome": p.outcome,
+                    "cause": p.cause, "reason": p.reason, "recovered": p.recovered,
+                } for p in pauses],
+            } for item, pauses in r.recordings],
+        } for r in runs],
+    }
+
+
+def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path:
+    """Cut-offs against latency, one point per run (p50 and p90), labelled with its parameters.
+
+    Raises:
+        CLIError: matplotlib is missing, or the file cannot be written.
+    """
+    from .plot import _pyplot
+
+    plt = _pyplot()
+    fig, (ax, found_ax) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 1.4]})
+    labels = [_params(r.params) for r in runs]
+    t = [r.totals for r in runs]
+    p50 = [x.latency_p50 if x.latency_p50 is not None else math.nan for x in t]
+    p90 = [x.latency_p90 if x.latency_p90 is not None else math.nan for x in t]
+    cut = [100 * x.cut_off_rate for x in t]
+    # One run = a p50 dot and a p90 square joined by a bar, numbered as in the right panel.
+    ax.scatter(p50, cut, marker="o", facecolors="none", edgecolors="tab:blue", label="latency p50", zorder=3)
+    ax.scatter(p90, cut, marker="s", color="tab:orange", label="latency p90", zorder=3)
+    seen: dict[tuple[float, float], int] = {}
+    for n, (x50, x90, y) in enumerate(zip(p50, p90, cut, strict=True), 1):
+        ax.plot([x50, x90], [y, y], color="0.75", lw=1.2, zorder=1)
+        stack = seen.get((round(x90, 2), round(y, 1)), 0)
+        seen[(round(x90, 2), round(y, 1))] = stack + 1
+        ax.annotate(str(n), (x90, y), textcoords="offset points", xytext=(5 + 9 * stack, 4), fontsize=9,
+                    fontweight="bold")
+    ax.axhline(5, color="tab:red", lw=0.8, ls=":")
+    ax.text(ax.get_xlim()[0], 5, " 1 in 20 pauses", color="tab:red", fontsize=8, va="bottom")
+    ax.set_xlabel("latency after the end of speech (s): found ends")
+    ax.set_ylabel("mid-sentence pauses cut off (%)")
+    ax.set_ylim(bottom=-2)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title("cut-offs against latency", fontsize=10)
+    found = [100 * x.found_rate for x in t]
+    found_ax.barh(range(len(runs)), found, color="tab:green")
+    found_ax.set_yticks(range(len(runs)), [f"{n}: {label}" for n, label in enumerate(labels, 1)], fontsize=8)
+    found_ax.invert_yaxis()
+    found_ax.axvline(97, color="tab:red", lw=0.8, ls=":")
+    found_ax.set_xlim(min([*found, 90.0]) - 2, 100.5)
+    found_ax.set_xlabel("ends of turn found (%)")
+    for i, x in enumerate(t):
+        found_ax.text(found[i], i, f" {x.found}/{x.turn_ends}", va="center", fontsize=8)
+    found_ax.set_title("ends found", fontsize=10)
+    fig.suptitle(title or f"rxvoice eval: {runs[0].setup.stop}", fontsize=11)
+    fig.tight_layout()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=110)
+    except OSError as exc:
+        raise CLIError(f"--plot {out}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Evaluate, print, plot."""
+    if args.plot is not None and not args.plot.lower().endswith(".png"):
+        raise CLIError(f"--plot {args.plot}: give a .png file name")
+    if args.jobs < 1:
+        raise CLIError("--jobs must be 1 or more")
+    items = find_items(args.paths, resume_after=args.resume_after)
+    model: Path | None = None
+    if args.stop != "speech-timeout":
+        choice = choose_model(args.model)
+        if choice.path is None:
+            raise CLIError(f"{choice.problem}; install it with `rxvoice model install`, or use --stop speech-timeout")
+        model = choice.path
+    setups = _setups(args, model)
+    progress = Progress(len(items) * len(setups), err, force=args.progress)
+    runs = evaluate(items, setups, strip_punctuation=args.no_punctuation, jobs=args.jobs, on_step=progress.step)
+    progress.finish()
+    if args.plot is not None:
+        plot_tradeoff(runs, Path(args.plot), f"rxvoice eval --stop {args.stop}: {len(items)} recordings")
+    if args.json:
+        print(json.dumps(to_json(runs, args), indent=2), file=out)
+    else:
+        print(report(runs, detail=args.detail), file=out)
+        if args.plot is not None:
+            print(f"trade-off curve written to {args.plot}", file=out)
+    return 1 if any(r.errors for r in runs) else 0

@@ -1,0 +1,188 @@
+"""``rxvoice eval``: pause-by-pause scoring on small labelled data, sweeps, the trade-off plot, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rxvoice.cli.analysis import Analysis, Setup, Turn
+from rxvoice.cli.eval import Item, judge, totals
+from rxvoice.cli.wav import Recording
+from rxvoice.testing import Segment, Transcript
+
+from .conftest import TURN_FILES, run_cli
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def short_call(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 7.5 s of the booking call: a mid-sentence pause, then an end of turn."""
+    folder = tmp_path_factory.mktemp("call")
+    with wave.open(str(shared / "audio" / "conversation" / "booking.wav")) as w:
+        frames = w.readframes(round(7.5 * 16000))
+    with wave.open(str(folder / "short.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(frames)
+    words = json.loads((shared / "audio" / "conversation" / "booking.transcript.json").read_text())
+    doc = {"segments": words["segments"][:2]}
+    (folder / "short.transcript.json").write_text(json.dumps(doc))
+    return folder / "short.wav"
+
+
+@pytest.fixture(scope="module")
+def labels_folder(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three single utterances with a labels.csv (two complete, one incomplete)."""
+    folder = tmp_path_factory.mktemp("labels")
+    rows = {r["file"]: r for r in csv.DictReader((shared / "audio" / "turns" / "labels.csv").open())}
+    with (folder / "labels.csv").open("w", newline="") as f:
+        out = csv.DictWriter(f, ["file", "label", "text"])
+        out.writeheader()
+        for name in TURN_FILES:
+            shutil.copy(shared / "audio" / "turns" / name, folder / name)
+            out.writerow({"file": name, "label": rows[name]["label"], "text": rows[name]["text"]})
+    return folder
+
+
+def test_eval_scores_every_pause(with_model: Path, short_call: Path) -> None:
+    """The mid-sentence pause is held, the end found 0.3 s after the speech (the transcript's arrival)."""
+    r = run_cli("eval", str(short_call), "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["version"] == 1 and data["settings"]["stop"] == "smart-turn"
+    run = data["runs"][0]
+    assert run["totals"] == {
+        "turn_ends": 1, "found": 1, "missed": 0, "pauses": 1, "cut_offs": 0, "recovered_cut_offs": 0,
+        "found_rate": 1.0, "cut_off_rate": 0.0, "latency_p50": 0.3, "latency_p90": 0.3,
+    }
+    pauses = run["recordings"][0]["pauses"]
+    assert [p["outcome"] for p in pauses] == ["held", "found"]
+    assert pauses[0]["answered_at"] is None and pauses[1]["latency"] == pytest.approx(0.3, abs=0.002)
+    assert pauses[1]["cause"] in ("model", "words") and "words complete" in pauses[1]["reason"]
+
+
+def test_a_speech_timeout_cuts_the_pause_off(without_model: Path, short_call: Path) -> None:
+    """--stop speech-timeout needs no model; its 0.8 s of silence answers the 1.1 s mid-sentence pause."""
+    r = run_cli("eval", str(short_call), "--stop", "speech-timeout", "--detail")
+    assert r.code == 0, r.err
+    assert "cut-offs 1/1 (100%)" in r.out
+    assert " 1 pause cut-off " in r.out
+
+
+def test_labels_csv_single_utterances(with_model: Path, labels_folder: Path) -> None:
+    """labels.csv: complete files must be answered; the incomplete one must wait --resume-after seconds."""
+    r = run_cli("eval", str(labels_folder), "--json", "--resume-after", "0.7")
+    assert r.code == 0, r.err
+    t = json.loads(r.out)["runs"][0]["totals"]
+    assert (t["turn_ends"], t["found"], t["pauses"]) == (2, 2, 1)
+    # The transcript says "So what I was thinking is that": unfinished words, the turn is held.
+    assert t["cut_offs"] == 0
+
+
+def test_a_sweep_gives_one_run_per_value_and_a_readable_plot(with_model: Path, short_call: Path,
+                                                              tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "tradeoff.png"
+    r = run_cli("eval", str(short_call), "--no-punctuation", "--sweep", "unsure_timeout=0.4,1.0",
+                "--set", "stop_secs=0.2", "--plot", str(out), "--json")
+    assert r.code == 0, r.err
+    runs = json.loads(r.out)["runs"]
+    assert [run["params"] for run in runs] == [{"stop_secs": 0.2, "unsure_timeout": 0.4},
+                                               {"stop_secs": 0.2, "unsure_timeout": 1.0}]
+    assert all(run["vad_stop_secs"] == 0.2 for run in runs)
+    data = out.read_bytes()
+    assert data[:8] == PNG_SIGNATURE and len(data) > 20_000
+
+
+def test_the_text_report_has_the_totals(with_model: Path, short_call: Path) -> None:
+    r = run_cli("eval", str(short_call))
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[0].startswith("smart-turn (defaults): ends found 1/1 (100%), missed 0; cut-offs 0/1")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--sweep", "unsure_timeout"], "give NAME=a,b,c"),
+    (["--sweep", "unsure_timeout=a,b"], "must be numbers"),
+    (["--set", "bogus=1"], "has no parameter 'bogus'"),
+    (["--set", "unsure_timeout=-1"], "unsure_timeout"),
+    (["--plot", "out.jpg"], "give a .png file name"),
+    (["--jobs", "0"], "--jobs must be 1 or more"),
+])
+def test_bad_options_are_one_line_errors(with_model: Path, short_call: Path, argv: list[str], message: str) -> None:
+    r = run_cli("eval", str(short_call), *argv)
+    assert r.code in (1, 2) and message in r.err and "Traceback" not in r.err
+
+
+def test_recordings_without_labels_are_refused(with_model: Path, tmp_path: Path, short_call: Path) -> None:
+    shutil.copy(short_call, tmp_path / "lonely.wav")
+    r = run_cli("eval", str(tmp_path / "lonely.wav"))
+    assert r.code == 1 and "lonely.transcript.json beside it" in r.err
+    r = run_cli("eval", str(tmp_path / "nothing"))
+    assert r.code == 1 and "no such file or folder" in r.err
+
+
+def _analysis(ends: list[tuple[float, str]], recovered: list[float] = ()) -> Analysis:  # type: ignore[assignment]
+    from rxvoice.cli.analysis import Recovered
+
+    rec = Recording(Path("x.wav"), np.zeros(16000, dtype=np.int16), 16000, 1, "16-bit PCM", ())
+    turns = [Turn(i, 0.0, t, "X", cause, "", None, None, "") for i, (t, cause) in enumerate(ends, 1)]
+    return Analysis(rec, Setup(stop="speech-timeout"), None, [*turns, *(Recovered(t) for t in recovered)])
+
+
+def test_judge_classifies_each_pause() -> None:
+    """found / missed / cut-off (in a pause or inside speech) / held, and recovered cut-offs."""
+    transcript = Transcript((
+        Segment("I want to", 0.0, 1.0, False), Segment("book a table.", 1.6, 3.0, True),
+        Segment("For two.", 5.0, 6.0, True), Segment("Thanks.", 8.0, 9.0, True),
+    ))
+    item = Item(Path("x.wav"), transcript)
+    pauses = judge(item, _analysis([(1.3, "silence"), (3.3, "model"), (8.5, "silence")], recovered=[1.5]))
+    assert [p.outcome for p in pauses] == ["cut-off", "found", "missed", "cut-off"]
+    assert pauses[0].recovered and not pauses[3].recovered
+    assert pauses[1].latency == pytest.approx(0.3)
+    t = totals(pauses)
+    assert (t.turn_ends, t.found, t.missed, t.pauses, t.cut_offs, t.recovered) == (3, 1, 1, 1, 2, 1)
+    # a recording's end closing a turn is no answer
+    assert judge(item, _analysis([(9.5, "end")]))[3].outcome == "missed"
+
+
+def test_a_single_incomplete_utterance_is_cut_off_only_before_the_speaker_would_go_on() -> None:
+    item = Item(Path("x.wav"), Transcript((Segment("I want to", 0.3, 1.0, False),)), resume_after=1.0)
+    assert judge(item, _analysis([(1.9, "unsure")]))[0].outcome == "cut-off"
+    assert judge(item, _analysis([(2.1, "unfinished")]))[0].outcome == "held"
+
+
+def test_a_verdict_delivered_just_after_the_turn_event_is_the_deciding_reason() -> None:
+    """The turn-end event may come before the MetricsFrame of the verdict that caused it: still cause 'model'."""
+    from rxvoice import frames as F
+    from rxvoice.aggregators.reports import UserTurnStopped
+    from rxvoice.cli.analysis import Setup as S
+    from rxvoice.cli.analysis import _Collector
+    from rxvoice.turns import FusedTurnStop, TurnAnalyzerStop
+    from tests.turns.helpers import FakeAnalyzer
+
+    clock = [0.0]
+    queued: list[object] = []
+    for strategy, cause in ((TurnAnalyzerStop(FakeAnalyzer()), "model"), (FusedTurnStop(FakeAnalyzer()), "model")):
+        stt = Transcript((Segment("What time is it?", 0.0, 1.0, True),))
+        c = _Collector(S(), stt, True, lambda: clock[0], None, queued.append)  # type: ignore[arg-type]
+        clock[0] = 0.2
+        c.turn_started(None)
+        c.frame(F.VADUserStartedSpeakingFrame(0.2))
+        clock[0] = 1.2
+        c.frame(F.VADUserStoppedSpeakingFrame(0.2))
+        clock[0] = 1.3
+        c.frame(F.TranscriptionFrame("What time is it?", finalized=True))
+        clock[0] = 1.35
+        c.turn_stopped(None, UserTurnStopped(strategy, "What time is it?", ""))
+        c.frame(F.MetricsFrame((F.TurnMetricsData("TurnAnalyzer", True, 0.9, 50.0),)))  # after the event
+        (turn,) = [o for o in c.observations if isinstance(o, Turn)]
+        assert (turn.cause, turn.probability) == (cause, 0.9), turn.reason
+        assert "complete (p=0.90)" in turn.reason
