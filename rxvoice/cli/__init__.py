@@ -7,6 +7,7 @@
                        [--plot out.png] [--json]
     rxvoice model where [--verify]
     rxvoice model install [--from WHEEL_OR_FILE] [--to PATH]
+    rxvoice serve [--host 127.0.0.1] [--port 8765] [--stt ...] [--tts ...] [--stop smart-turn|speech-timeout]
 
 Bad input never ends in a traceback: it is one line on stderr,
 ``rxvoice: error: ...``, and exit status 1 (2 for a bad command line).
@@ -44,15 +45,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import demo, models, turns
+    from . import demo, models, serve, turns
 
     parser = _Parser(prog="rxvoice", description="rxvoice: the conversation layer of a voice agent.")
     parser.add_argument("--version", action="version", version=f"rxvoice {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{demo,turns,model}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="{demo,turns,model,serve}", parser_class=_Parser)
     sub.required = True
     demo.add_parser(sub)
     turns.add_parser(sub)
     models.add_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 

@@ -488,6 +488,9 @@ class _STTSession:
 # -- PocketSphinx ------------------------------------------------------------------------------
 
 
+_SPHINX_PIECE = 1600  # 50 ms at 16 kHz
+
+
 class _SphinxRecognizer:
     def __init__(self, config: Mapping[str, Any]) -> None:
         from pocketsphinx import Decoder
@@ -499,7 +502,9 @@ class _SphinxRecognizer:
         if not self.open:
             self.decoder.start_utt()
             self.open = True
-        self.decoder.process_raw(audio, False, False)
+        # PocketSphinx holds the GIL while it decodes: small pieces let the event loop run in between.
+        for i in range(0, len(audio), _SPHINX_PIECE):
+            self.decoder.process_raw(audio[i:i + _SPHINX_PIECE], False, False)
         hyp = self.decoder.hyp()
         return hyp.hypstr if hyp is not None else ""
 
