@@ -7,6 +7,6 @@ It is what ``rxvoice serve`` runs; put your own pipeline and page behind it.
 Needs the ``serve`` extra: ``pip install 'rxvoice[serve]'``.
 """
 
-from .websocket import STATIC, Limits, WebSocketAudioTransport, origin_allowed, voice_app
+from .websocket import LIVE_TRANSPORTS, STATIC, Limits, WebSocketAudioTransport, origin_allowed, voice_app
 
-__all__ = ["STATIC", "Limits", "WebSocketAudioTransport", "origin_allowed", "voice_app"]
+__all__ = ["LIVE_TRANSPORTS", "STATIC", "Limits", "WebSocketAudioTransport", "origin_allowed", "voice_app"]

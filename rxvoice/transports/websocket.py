@@ -72,7 +72,7 @@ from ..frames import (
 from ..pipeline import Pipeline, Port, Processor, Stage, loop_scheduler, pipeline
 from ..pipeline.session import Session
 
-__all__ = ["STATIC", "Limits", "WebSocketAudioTransport", "origin_allowed", "voice_app"]
+__all__ = ["LIVE_TRANSPORTS", "STATIC", "Limits", "WebSocketAudioTransport", "origin_allowed", "voice_app"]
 
 log = logging.getLogger("rxvoice.transports.websocket")
 
@@ -160,6 +160,9 @@ class WebSocketAudioTransport:
         self.user_id = user_id
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0
+        with contextlib.suppress(RuntimeError):  # made on the loop (a request handler): events can go out now
+            self.loop = asyncio.get_running_loop()
+            self._thread = threading.get_ident()
         self._queue: asyncio.Queue[str | bytes | None] = asyncio.Queue()
         self._input: Subject[Frame] = Subject()
         self._audio_seconds = 0.0
@@ -374,6 +377,9 @@ class _OutputSession:
         return None
 
 
+LIVE_TRANSPORTS: web.AppKey[set[WebSocketAudioTransport]] = web.AppKey("rxvoice_transports", set)
+"""The key of a :func:`voice_app`'s live connections: ``app[LIVE_TRANSPORTS]``."""
+
 STATIC = resources.files("rxvoice.transports") / "static"
 """The built-in page (``index.html``, its script and audio worklet): the live turn inspector of ``rxvoice serve``."""
 
@@ -398,13 +404,13 @@ def voice_app(
         max_connections: Connections at once; more are refused with 503.
         sample_rate: The rate of the clients' audio.
 
-    ``app["transports"]`` holds the live connections.
+    ``app[LIVE_TRANSPORTS]`` holds the live connections.
     """
     limits = limits or Limits()
     folder = Path(str(static if static is not None else STATIC))
     app = web.Application()
     live: set[WebSocketAudioTransport] = set()
-    app["transports"] = live
+    app[LIVE_TRANSPORTS] = live
 
     async def page(_request: web.Request) -> web.StreamResponse:
         return web.FileResponse(folder / "index.html", headers={"Cache-Control": "no-store"})
