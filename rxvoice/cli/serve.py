@@ -24,7 +24,6 @@ import contextlib
 import ipaddress
 import logging
 import os
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +51,14 @@ from ..frames import (
     VADUserStoppedSpeakingFrame,
 )
 from ..pipeline import Port, Processor, Stage, pipeline
-from ..services.stt import OpenAITranscriptionSTT, PocketSphinxSTT, Recognizer, STTService, pocketsphinx_available
+from ..services.stt import (
+    OpenAITranscriptionSTT,
+    PocketSphinxSTT,
+    Recognizer,
+    STTService,
+    Utterance,
+    pocketsphinx_available,
+)
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
@@ -150,7 +156,6 @@ class _Watch:
         self.speech_start = 0.0
         self.speech_end = 0.0
         self.speech_end_clock: float | None = None
-        self.utterances: deque[tuple[float, float]] = deque()
         self.verdict: TurnMetricsData | None = None
         self.turns = 0
         self.level_sum = 0.0
@@ -194,16 +199,14 @@ class _Watch:
             stop = frame.stop_secs  # type: ignore[attr-defined]
             self.speech_end = max(self.speech_start, self.t - stop)
             self.speech_end_clock = self.clock() - stop
-            self.utterances.append((round(self.speech_start, 3), round(self.speech_end, 3)))
-            while len(self.utterances) > 8:
-                self.utterances.popleft()
             self.verdict = None
             self.send("vad", speaking=False, at=round(self.speech_end, 3))
         elif t is InterimTranscriptionFrame:
             self.send("interim", text=frame.text)  # type: ignore[attr-defined]
         elif t is TranscriptionFrame:
-            start, end = self.utterances.popleft() if self.utterances else (self.speech_start, self.t)
-            self.send("final", text=frame.text, start=start, end=end)  # type: ignore[attr-defined]
+            span = frame.result  # type: ignore[attr-defined]
+            if isinstance(span, Utterance):
+                self.send("final", text=frame.text, start=span.start, end=span.end)  # type: ignore[attr-defined]
         elif t is MetricsFrame:
             for d in frame.data:  # type: ignore[attr-defined]
                 if isinstance(d, TurnMetricsData):
@@ -374,6 +377,8 @@ def make_app(options: ServeOptions) -> Any:
     """The aiohttp application of ``rxvoice serve``."""
     from ..transports import voice_app
 
+    _stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
+    SileroVADAnalyzer(16000).close()
     return voice_app(partial_stage(options), allowed_origins=options.allowed_origins,
                      max_connections=options.max_connections)
 

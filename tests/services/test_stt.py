@@ -22,7 +22,7 @@ from rxvoice.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from rxvoice.services.stt import STTService, word_error_rate
+from rxvoice.services.stt import STTService, Utterance, word_error_rate
 from rxvoice.testing import FrameMarbles
 from rxvoice.turns import SchedulerOffload, inline_offload
 
@@ -92,6 +92,7 @@ def test_an_utterance_gives_interim_guesses_then_final_words_stamped_with_user_a
     at, final = finals[0]
     assert final.text == "book a table" and final.finalized and final.user_id == "caller-7"
     assert datetime.fromisoformat(final.timestamp).tzinfo is not None
+    assert final.result == Utterance(0.4, 1.6), "where in the audio: VAD start - start_secs .. stop - stop_secs"
     assert 2200 <= at <= 2400, "the words come one job after the VAD stop"
     # the pre-roll (start_secs 0.2 + 0.3 s) went in with the speech: 0.5 s + 1.2 s of audio
     total = sum(n for kind, n in stt.calls if kind == "accept")

@@ -16,7 +16,7 @@ const state = {
   chunks: [],           // Int16Array chunks sent (the session's recording)
   segments: [],         // {text, start, end, turn_end}
   playhead: 0, sources: new Set(),
-  counts: { turnEnds: 0, botTurns: 0, verdicts: 0, finals: 0, errors: 0 },
+  counts: { turnEnds: 0, botTurns: 0, botSpoke: 0, verdicts: 0, finals: 0, errors: 0 },
 };
 window.rxvoice = state; // for people poking around (and the browser test)
 
@@ -96,7 +96,11 @@ function onEvent(ev) {
     case "final":
       state.counts.finals++;
       $("interim").textContent = `“${ev.text}”`;
-      state.segments.push({ text: ev.text, start: ev.start, end: ev.end, turn_end: false });
+      {
+        const prev = state.segments[state.segments.length - 1];
+        const start = prev ? Math.max(ev.start, prev.end) : ev.start;
+        state.segments.push({ text: ev.text, start, end: Math.max(start, ev.end), turn_end: false });
+      }
       break;
     case "verdict":
       state.counts.verdicts++;
@@ -118,7 +122,7 @@ function onEvent(ev) {
       break;
     }
     case "bot":
-      if (ev.speaking) state.bot.push([ev.t, null]);
+      if (ev.speaking) { state.bot.push([ev.t, null]); state.counts.botSpoke++; }
       else if (state.bot.length) state.bot[state.bot.length - 1][1] = ev.t;
       break;
     case "bot_word": $("botwords").textContent += (($("botwords").textContent ? " " : "") + ev.text); break;
