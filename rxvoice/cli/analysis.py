@@ -592,6 +592,7 @@ def analyze(
     answer: Script | None = None,
     context: LLMContext | None = None,
     on_observation: Callable[[Observation], None] | None = None,
+    words: Transcript | None = None,
 ) -> Analysis:
     """Run a recording through the VAD operator and the turn strategies (and, with ``answer``, a scripted model).
 
@@ -603,10 +604,12 @@ def analyze(
         answer: a :class:`~rxvoice.testing.ScriptedLLM` script: adds the model and the assistant side.
         context: the conversation (a fresh one by default).
         on_observation: called with each observation as it happens.
+        words: what a speech recognizer heard (replayed as the STT when there is no
+            ``transcript``; not labels, so nothing is scored against it).
     """
     chunks = _chunks(recording.samples, setup.tail)
     windows, spans = first_pass(chunks, setup)
-    stt = transcript if transcript is not None else placeholder_transcript(spans, setup.stt_delay)
+    stt = transcript if transcript is not None else words or placeholder_transcript(spans, setup.stt_delay)
     context = context if context is not None else LLMContext()
     pair = Pair(context, turns=TurnsConfig(stop=[_stop_strategy(setup)]))
     items, end = _audio(chunks)

@@ -229,8 +229,18 @@ class _Watch:
         self.turns += 1
         strategy = getattr(stopped.strategy, "name", None) if stopped.strategy is not None else None
         latency = None if self.speech_end_clock is None else round(self.clock() - self.speech_end_clock, 3)
-        self.send("turn_end", index=self.turns, text=stopped.content, strategy=strategy,
-                  reason=self._reason(strategy, latency), latency=latency)
+        index, t = self.turns, self.t
+
+        def report() -> None:  # after the step that ended the turn: its verdict has come out by then
+            self.transport.send({"type": "turn_end", "t": t, "index": index, "text": stopped.content,
+                                 "strategy": strategy, "reason": self._reason(strategy, latency), "latency": latency})
+
+        loop = self.transport.loop
+        if loop is None:
+            report()
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(report)
 
     def _reason(self, strategy: str | None, latency: float | None) -> str:
         verdict = self.verdict

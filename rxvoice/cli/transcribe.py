@@ -11,7 +11,7 @@ its words, from the VAD start minus ``start_secs`` to the VAD stop minus
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import reactivex
@@ -29,7 +29,7 @@ from ..turns import inline_offload
 from ._common import CLIError
 from .wav import RATE, Recording
 
-__all__ = ["STT_CHOICES", "offline_stt", "transcribe"]
+__all__ = ["STT_CHOICES", "offline_stt", "recognized_words", "transcribe"]
 
 STT_CHOICES = ("pocketsphinx", "none")
 CHUNK = 320
@@ -100,3 +100,20 @@ def transcribe(
             words.remove(next(w for w in words if w[1] is text))
             segments.append(Segment(text, round(start, 3), round(max(end, start), 3), True))
     return Transcript(tuple(segments), RATE, round(recording.duration, 3))
+
+
+def recognized_words(
+    recording: Recording, setup: Any, choice: str | None, err: TextIO, quiet: bool
+) -> Transcript | None:
+    """The words ``--stt`` asks for (None: placeholders), with a note on stderr saying where they came from."""
+    stt = offline_stt(choice)
+    if stt is None:
+        if choice is None and not quiet:
+            print("note: no transcript and no offline STT (pip install 'rxvoice[stt]'): "
+                  "the words are placeholders from the VAD", file=err)
+        return None
+    words = transcribe(recording, stt, vad=setup.vad, params=setup.vad_params)
+    if not quiet:
+        print(f"note: no transcript: the words are PocketSphinx's ({len(words.segments)} utterances, offline; "
+              "it mishears many voices, see the voice guide); --stt none keeps the VAD placeholders", file=err)
+    return words

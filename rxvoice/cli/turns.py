@@ -19,6 +19,7 @@ from ._common import CLIError, choose_model
 from .analysis import Setup, analyze, check_transcript
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
+from .transcribe import STT_CHOICES, recognized_words
 from .wav import read_wav
 
 __all__ = ["add_parser", "run"]
@@ -90,6 +91,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_common_options(p)
     p.add_argument("--plot", metavar="OUT.png",
                    help="write a timeline PNG (for a folder: a folder to write <name>.png into)")
+    p.add_argument("--stt", choices=STT_CHOICES,
+                   help="without a transcript: recognize the words offline (pocketsphinx, the default when "
+                        "installed) or not (none: placeholders from the VAD)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--progress", action="store_true", help="draw the folder progress bar even when not on a terminal")
     p.set_defaults(run=run)
@@ -131,7 +135,9 @@ def _transcript_for(wav: Path, explicit: str | None, ignore: bool) -> Path | Non
     return beside if beside.is_file() else None
 
 
-def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: TextIO, quiet: bool) -> FileResult:
+def analyze_file(
+    wav: Path, setup: Setup, transcript_path: Path | None, err: TextIO, quiet: bool, stt: str | None = "none"
+) -> FileResult:
     """Read, check and analyze one recording."""
     recording = read_wav(wav)
     if recording.conversions and not quiet:
@@ -140,7 +146,8 @@ def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: Tex
     if transcript_path is not None:
         transcript = _load_transcript(transcript_path)
         check_transcript(transcript, recording, transcript_path.name)
-    return FileResult(wav, analyze(recording, setup, transcript=transcript), transcript_path)
+    words = None if transcript is not None else recognized_words(recording, setup, stt, err, quiet)
+    return FileResult(wav, analyze(recording, setup, transcript=transcript, words=words), transcript_path)
 
 
 def _plot(result: FileResult, out: Path) -> None:
@@ -160,7 +167,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.plot is not None and not args.plot.lower().endswith(".png"):
         raise CLIError(f"--plot {args.plot}: give a .png file name")
     setup = make_setup(args, err)
-    result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False)
+    result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False,
+                          args.stt)
     if args.plot is not None:
         _plot(result, Path(args.plot))
     if args.json:
@@ -191,7 +199,7 @@ def _run_folder(folder: Path, args: argparse.Namespace, out: TextIO, err: TextIO
     for wav in files:
         progress.step(wav.name)
         try:
-            result = analyze_file(wav, setup, _transcript_for(wav, None, args.no_transcript), err, True)
+            result = analyze_file(wav, setup, _transcript_for(wav, None, args.no_transcript), err, True, args.stt)
             if result.analysis is not None and result.analysis.recording.conversions:
                 converted += 1
             if plots is not None:

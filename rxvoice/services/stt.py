@@ -82,10 +82,10 @@ from ..pipeline.processor import EventfulProcessor, Port
 from ..workers import Offload, default_offload
 
 __all__ = [
+    "SPHINX_FAST",
     "STT_EVENTS",
     "OpenAITranscriptionSTT",
     "PocketSphinxSTT",
-    "SPHINX_FAST",
     "Recognizer",
     "STTService",
     "Utterance",
