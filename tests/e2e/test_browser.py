@@ -107,7 +107,9 @@ def test_talking_to_the_page_in_headless_chromium(shared: Path, smart_turn_model
         ARTIFACTS.mkdir(exist_ok=True)
         driver.save_screenshot(str(ARTIFACTS / "serve-inspector.png"))
         counts = driver.execute_script("return window.rxvoice.counts")
-        log = driver.execute_script("return [...document.querySelectorAll('#log li')].map(li => li.className + ' ' + li.textContent)")
+        log = driver.execute_script(
+            "return [...document.querySelectorAll('#log li')].map(li => li.className + ' ' + li.textContent)"
+        )
         (ARTIFACTS / "serve-inspector.log").write_text("\n".join(log) + "\n", encoding="utf-8")
         assert counts["turnEnds"] >= 3, (counts, log)
         # Each turn got an answer (a bot turn); on a loaded machine the caller's next sentence may cut one off

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rxvoice.cli.transcribe import transcribe
+from rxvoice.cli.wav import read_wav
 from rxvoice.errors import ConfigurationError, ServiceError
 from rxvoice.frames import (
     CancelFrame,
@@ -22,8 +25,8 @@ from rxvoice.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from rxvoice.services.stt import STTService, Utterance, word_error_rate
-from rxvoice.testing import FrameMarbles
+from rxvoice.services.stt import PocketSphinxSTT, STTService, Utterance, word_error_rate
+from rxvoice.testing import FrameMarbles, load_transcript
 from rxvoice.turns import SchedulerOffload, inline_offload
 
 CHUNK = b"\x01\x00" * 320  # 20 ms at 16 kHz
@@ -165,3 +168,15 @@ def test_word_error_rate() -> None:
     assert word_error_rate("a b c d", "a x c") == 0.5
     assert word_error_rate("", "") == 0.0
     assert re.fullmatch(r"0\.\d+", f"{word_error_rate('one two three', 'one two'):.2f}")
+
+
+def test_pocketsphinx_hears_the_booking_call(shared: Path) -> None:
+    """The real engine through the real VAD: one final per utterance, in order, and about the words measured."""
+    wav = shared / "audio" / "conversation" / "booking.wav"
+    heard = transcribe(read_wav(wav), PocketSphinxSTT(offload=inline_offload))
+    reference = " ".join(s.text for s in load_transcript(wav.with_name("booking.transcript.json")).segments)
+    text = " ".join(s.text for s in heard.segments)
+    assert len(heard.segments) >= 5
+    assert all(a.end <= b.start for a, b in zip(heard.segments, heard.segments[1:], strict=False))
+    assert "that is all" in text
+    assert word_error_rate(reference, text) <= 0.7, text  # 0.61 measured (see the voice guide)

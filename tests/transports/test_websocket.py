@@ -58,9 +58,9 @@ async def serving(app: web.Application) -> TestServer:
     return server
 
 
-async def next_event(ws: aiohttp.ClientWebSocketResponse, kind: str, timeout: float = 10.0) -> dict[str, Any]:
+async def next_event(ws: aiohttp.ClientWebSocketResponse, kind: str, wait: float = 10.0) -> dict[str, Any]:
     while True:
-        msg = await asyncio.wait_for(ws.receive(), timeout)
+        msg = await asyncio.wait_for(ws.receive(), wait)
         if msg.type == aiohttp.WSMsgType.TEXT:
             event = json.loads(msg.data)
             if event.get("type") == kind:
