@@ -38,6 +38,8 @@ PUBLIC_SUBMODULES = (
     "rxvoice.audio.vad_processor",
     "rxvoice.turns.strategy",
     "rxvoice.testing.pytest_plugin",
+    "rxvoice.services.stt",
+    "rxvoice.services.tts",
 )
 
 
