@@ -30,7 +30,6 @@ import sys
 import time
 import wave
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 

@@ -62,8 +62,9 @@ from ..services.stt import (
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
-from ._common import CLIError, choose_model
+from ._common import CLIError
 from .analysis import Setup, _stop_strategy
+from .turns import make_setup
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
 
@@ -429,14 +430,9 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
     """The options the command line asks for, with defaults filled in from what is installed."""
     import shutil
 
-    choice = choose_model(args.model)
-    stop = args.stop
-    if stop is None:
-        stop = "smart-turn" if choice.path is not None else "speech-timeout"
-        if choice.path is None:
-            print(f"note: {choice.problem}: using --stop speech-timeout (`rxvoice model install` gets it)", file=err)
-    elif stop == "smart-turn" and choice.path is None:
-        raise CLIError(f"{choice.problem}; install it with `rxvoice model install --from <pipecat-ai wheel or .onnx>`")
+    setup = make_setup(argparse.Namespace(  # the builder `rxvoice turns` uses: the same default and errors
+        model=args.model, stop=args.stop, vad="silero", stt_delay=0.3, model_latency=0.05,
+        speech_timeout=args.speech_timeout, tail=4.0), err)
     stt = args.stt
     if stt is None:
         stt = "pocketsphinx" if pocketsphinx_available() else "none"
@@ -458,8 +454,8 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         raise CLIError("the OpenAI-compatible services need httpx: pip install 'rxvoice[openai]'")
     if not 0 <= args.port <= 65535:
         raise CLIError(f"--port {args.port}: give 0..65535")
-    return ServeOptions(stt=stt, tts=tts, stop=stop, model=choice.path, speech_timeout=args.speech_timeout, llm=llm,
-                        allowed_origins=tuple(args.allow_origin))
+    return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
+                        llm=llm, allowed_origins=tuple(args.allow_origin))
 
 
 def _has_httpx() -> bool:

@@ -91,6 +91,7 @@ __all__ = [
     "Utterance",
     "http_error",
     "io_offload",
+    "need_httpx",
     "pocketsphinx_available",
     "sphinx_offload",
     "wav_bytes",
@@ -707,10 +708,7 @@ class OpenAITranscriptionSTT(STTService):
         offload: Offload | None = None,
         **kwargs: Any,
     ) -> None:
-        import importlib.util
-
-        if importlib.util.find_spec("httpx") is None:
-            raise ConfigurationError("OpenAITranscriptionSTT needs httpx: pip install 'rxvoice[openai]'")
+        need_httpx(self)
         kwargs.setdefault("ttfs_p99_latency", 1.5)
         super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
         if not isinstance(model, str) or not model:
@@ -726,6 +724,14 @@ class OpenAITranscriptionSTT(STTService):
 
     def new_recognizer(self) -> Recognizer:
         return _HTTPRecognizer(self)
+
+
+def need_httpx(stage: object) -> None:
+    """Raise a ``ConfigurationError`` naming the extra when httpx is missing (the HTTP speech stages need it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("httpx") is None:
+        raise ConfigurationError(f"{type(stage).__name__} needs httpx: pip install 'rxvoice[openai]'")
 
 
 def http_error(who: str, status: int, body: str) -> ServiceError:

@@ -80,7 +80,7 @@ from ..frames import (
 from ..pipeline.processor import EventfulProcessor, Port
 from ..text import SimpleTextAggregator
 from ..workers import Offload, default_offload, inline_offload
-from .stt import _endpoint, _positive, http_error, io_offload
+from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
 
 __all__ = [
     "TTS_EVENTS",
@@ -588,10 +588,7 @@ class OpenAISpeechTTS(TTSService):
         offload: Offload | None = None,
         **kwargs: Any,
     ) -> None:
-        import importlib.util
-
-        if importlib.util.find_spec("httpx") is None:
-            raise ConfigurationError("OpenAISpeechTTS needs httpx: pip install 'rxvoice[openai]'")
+        need_httpx(self)
         super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"OpenAISpeechTTS needs a model name, got {model!r}")
