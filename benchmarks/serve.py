@@ -7,7 +7,8 @@ nothing), with PocketSphinx (``--stt pocketsphinx``) or without words
 real-time schedule, then 3 s of silence, and measures, for each of the call's
 three labeled turn ends, the wall-clock time from the end of that speech (as
 sent) to the ``turn_end`` event coming back: the end of speech to turn
-decision, every lag included.
+decision, every lag included. The clients' starts are spread over
+``--stagger`` seconds (all at once, every call pauses at the same moment).
 
 A session is held in real time when its three turns all end, each within
 1.5 s of the end of speech; N is held when every session is. The table gives,
@@ -62,8 +63,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def client(port: int, pcm: bytes, ends: list[float], starts: list[float]) -> list[float | None]:
+async def client(port: int, pcm: bytes, ends: list[float], starts: list[float], delay: float = 0.0
+                 ) -> list[float | None]:
     """Stream the call; the decision latency of each labeled end (None: no turn end in its window)."""
+    await asyncio.sleep(delay)
     got: list[float] = []
     async with aiohttp.ClientSession() as session, session.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
         async def read() -> None:
@@ -91,8 +94,11 @@ async def client(port: int, pcm: bytes, ends: list[float], starts: list[float]) 
     return out
 
 
-async def load(port: int, n: int, pcm: bytes, ends: list[float], starts: list[float]) -> list[list[float | None]]:
-    return list(await asyncio.gather(*(client(port, pcm, ends, starts) for _ in range(n))))
+async def load(
+    port: int, n: int, pcm: bytes, ends: list[float], starts: list[float], stagger: float = 0.0
+) -> list[list[float | None]]:
+    """N clients, the i-th starting ``i * stagger / n`` seconds after the first."""
+    return list(await asyncio.gather(*(client(port, pcm, ends, starts, i * stagger / n) for i in range(n))))
 
 
 def main() -> None:
@@ -100,6 +106,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[1, 2, 4, 8, 12])
     parser.add_argument("--stt", nargs="+", default=["pocketsphinx", "none"], choices=["pocketsphinx", "none"])
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--stagger", type=float, default=5.0,
+                        help="spread the clients' starts over S seconds (default 5; 0: all at once, every pause "
+                             "of every call at the same moment, the worst case)")
     parser.add_argument("--model", default=os.environ.get("RXVOICE_SMART_TURN_MODEL"))
     args = parser.parse_args()
     wav = shared() / "audio" / "conversation" / "booking.wav"
@@ -116,7 +125,7 @@ def main() -> None:
                 try:
                     asyncio.run(load(port, 1, pcm[: 32000 * 3], [], []))  # warm up: first connection loads
                     cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
-                    results = asyncio.run(load(port, n, pcm, ends, starts))
+                    results = asyncio.run(load(port, n, pcm, ends, starts, args.stagger))
                     cpu = (cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - wall0)
                 finally:
                     proc.terminate()
