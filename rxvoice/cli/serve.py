@@ -79,7 +79,7 @@ def reply_to(snapshot: ContextSnapshot) -> Reply:
     """The scripted model of ``rxvoice serve``: says what it heard, and answers a few topics (offline)."""
     said = str(snapshot.messages[-1].get("content", "")).strip() if snapshot.messages else ""
     low = said.lower()
-    heard = "I heard you speak" if not said or said.startswith("(speech") else f"I heard: {said}."
+    heard = "I heard you speak." if not said or said.startswith("(speech") else f"I heard: {said}."
     for keys, answer in (
         (("flight", "book", "boston", "travel"), "I can book that flight for you."),
         (("saturday", "friday", "monday", "tomorrow", "leave"), "Sure, I changed the day."),

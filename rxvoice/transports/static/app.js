@@ -130,7 +130,11 @@ function onEvent(ev) {
       state.counts.botTurns++;
       log(`bot ${ev.interrupted ? "was interrupted after" : "said"}: “${ev.text}”`);
       break;
-    case "interrupted": log("barge-in: the bot stops"); break;
+    case "interrupted": {
+      const last = state.bot[state.bot.length - 1];
+      if (last && last[1] === null) log("barge-in: the bot stops");
+      break;
+    }
     case "interrupt": stopPlayback(); break;
     case "context": showConversation(ev.messages); break;
     case "error":
