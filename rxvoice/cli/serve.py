@@ -1,0 +1,508 @@
+"""``rxvoice serve``: talk to a bot in the browser and watch its turn decisions being made, live.
+
+A local web app (aiohttp: one well-kept library that is the HTTP server, the
+WebSocket server and, for the tests and benchmarks, the client too). The page
+captures the microphone (getUserMedia and an AudioWorklet, 16 kHz PCM over a
+WebSocket); the server runs, per connection::
+
+    VAD (Silero) → STT → pair.user() → model → TTS → WebSocket output → pair.assistant()
+
+with the stop strategy ``rxvoice turns --stop`` builds (Smart Turn or a speech
+timeout), the scripted model (or an OpenAI-compatible one when
+``OPENAI_BASE_URL`` is set), and sends the page what it draws: input level,
+VAD confidence, each Smart Turn verdict, turn starts and ends with their
+reason and latency, interim and final words, the bot's words as spoken and
+the conversation. The bot's audio plays in the page; speaking over it
+interrupts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..aggregators import Pair
+from ..aggregators.reports import AssistantTurnStopped, UserTurnStopped
+from ..audio.vad import SileroVADAnalyzer, VADParams
+from ..audio.vad_processor import VADProcessor
+from ..context import ContextSnapshot, LLMContext
+from ..frames import (
+    DOWN,
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    Direction,
+    Frame,
+    InputAudioRawFrame,
+    InterimTranscriptionFrame,
+    InterruptionFrame,
+    MetricsFrame,
+    TranscriptionFrame,
+    TTSTextFrame,
+    TurnMetricsData,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from ..pipeline import Port, Processor, Stage, pipeline
+from ..services.stt import (
+    OpenAITranscriptionSTT,
+    PocketSphinxSTT,
+    Recognizer,
+    STTService,
+    Utterance,
+    pocketsphinx_available,
+)
+from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
+from ..testing import Reply, ScriptedLLM
+from ..turns import TurnsConfig
+from ._common import CLIError
+from .analysis import Setup, _stop_strategy
+from .turns import make_setup
+
+__all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
+
+log = logging.getLogger("rxvoice.cli.serve")
+
+STT_CHOICES = ("pocketsphinx", "openai", "none")
+TTS_CHOICES = ("espeak", "openai", "paced")
+SYSTEM_PROMPT = "You are a friendly voice assistant. Answer in one or two short sentences."
+
+
+def reply_to(snapshot: ContextSnapshot) -> Reply:
+    """The scripted model of ``rxvoice serve``: says what it heard, and answers a few topics (offline)."""
+    said = str(snapshot.messages[-1].get("content", "")).strip() if snapshot.messages else ""
+    low = said.lower()
+    heard = "I heard you speak." if not said or said.startswith("(speech") else f"I heard: {said}."
+    for keys, answer in (
+        (("flight", "book", "boston", "travel"), "I can book that flight for you."),
+        (("saturday", "friday", "monday", "tomorrow", "leave"), "Sure, I changed the day."),
+        (("thank", "that is all", "bye"), "You're welcome. Goodbye!"),
+        (("table", "dinner", "restaurant"), "Done: a table for two tonight."),
+    ):
+        if any(k in low for k in keys):
+            return Reply(f"{heard} {answer}")
+    return Reply(f"{heard} Tell me more.")
+
+
+@dataclass
+class ServeOptions:
+    """What ``rxvoice serve`` runs.
+
+    Attributes:
+        stt: ``pocketsphinx``, ``openai`` or ``none`` (placeholders: "(speech N)").
+        tts: ``espeak``, ``openai`` or ``paced`` (words only, no audio).
+        stop: ``smart-turn`` or ``speech-timeout`` (as ``rxvoice turns --stop``).
+        model: The Smart Turn model file (for ``smart-turn``).
+        speech_timeout: ``SpeechTimeoutStop.user_speech_timeout``.
+        llm: ``scripted`` or ``openai`` (``OPENAI_BASE_URL`` set: ``OPENAI_MODEL``, default gpt-4o-mini).
+        allowed_origins: Other pages that may connect.
+        max_connections: Connections at once.
+    """
+
+    stt: str = "pocketsphinx"
+    tts: str = "espeak"
+    stop: str = "smart-turn"
+    model: Path | None = None
+    speech_timeout: float = 0.6
+    llm: str = "scripted"
+    allowed_origins: tuple[str, ...] = ()
+    max_connections: int = 64
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def setup(self) -> Setup:
+        """The turn setup shared with ``rxvoice turns``."""
+        return Setup(stop=self.stop, model=self.model, speech_timeout=self.speech_timeout)
+
+    def describe(self) -> dict[str, Any]:
+        return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
+                "vad_stop_secs": self.setup.vad_params.stop_secs,
+                "speech_timeout": self.speech_timeout if self.stop == "speech-timeout" else None}
+
+
+# -- what the page is told ---------------------------------------------------------------------
+
+
+class _WatchedSilero(SileroVADAnalyzer):
+    """Silero that remembers its highest confidence since it was last asked (for the page's VAD trace)."""
+
+    def __init__(self, params: VADParams) -> None:
+        super().__init__(16000, params=params)
+        self.peak = 0.0
+
+    def _window_confidence(self, window: Any) -> float:
+        confidence = super()._window_confidence(window)
+        self.peak = max(self.peak, confidence)
+        return confidence
+
+    def take_peak(self) -> float:
+        peak, self.peak = self.peak, 0.0
+        return peak
+
+
+class _Watch:
+    """One connection's view of its conversation: what the inspectors saw, for explaining turn ends."""
+
+    def __init__(self, transport: Any, options: ServeOptions) -> None:
+        self.transport = transport
+        self.options = options
+        self.analyzer: _WatchedSilero | None = None
+        self.speech_start = 0.0
+        self.speech_end = 0.0
+        self.speech_end_clock: float | None = None
+        self.verdict: TurnMetricsData | None = None
+        self.turns = 0
+        self.level_sum = 0.0
+        self.level_n = 0
+        self.chunks = 0
+
+    @property
+    def t(self) -> float:
+        return round(float(self.transport.audio_seconds), 3)
+
+    def clock(self) -> float:
+        loop = self.transport.loop
+        return float(loop.time()) if loop is not None else 0.0
+
+    def send(self, kind: str, **fields: Any) -> None:
+        self.transport.send({"type": kind, "t": self.t, **fields})
+
+    # -- frames ------------------------------------------------------------------------
+
+    def audio(self, frame: InputAudioRawFrame) -> None:
+        import numpy as np
+
+        samples = np.frombuffer(frame.audio, dtype="<i2").astype(np.float32) / 32768.0
+        if samples.size:
+            self.level_sum += float(np.mean(samples * samples))
+            self.level_n += 1
+        self.chunks += 1
+        if self.chunks % 5 == 0:  # ten a second
+            rms = (self.level_sum / self.level_n) ** 0.5 if self.level_n else 0.0
+            self.level_sum, self.level_n = 0.0, 0
+            vad = self.analyzer.take_peak() if self.analyzer is not None else 0.0
+            self.send("audio", level=round(rms, 4), vad=round(vad, 3))
+
+    def frame(self, frame: Frame) -> None:
+        t = type(frame)
+        if t is VADUserStartedSpeakingFrame:
+            self.speech_start = max(0.0, self.t - frame.start_secs)  # type: ignore[attr-defined]
+            self.verdict = None
+            self.send("vad", speaking=True, at=round(self.speech_start, 3))
+        elif t is VADUserStoppedSpeakingFrame:
+            stop = frame.stop_secs  # type: ignore[attr-defined]
+            self.speech_end = max(self.speech_start, self.t - stop)
+            self.speech_end_clock = self.clock() - stop
+            self.verdict = None
+            self.send("vad", speaking=False, at=round(self.speech_end, 3))
+        elif t is InterimTranscriptionFrame:
+            self.send("interim", text=frame.text)  # type: ignore[attr-defined]
+        elif t is TranscriptionFrame:
+            span = frame.result  # type: ignore[attr-defined]
+            if isinstance(span, Utterance):
+                self.send("final", text=frame.text, start=span.start, end=span.end)  # type: ignore[attr-defined]
+        elif t is MetricsFrame:
+            for d in frame.data:  # type: ignore[attr-defined]
+                if isinstance(d, TurnMetricsData):
+                    self.verdict = d
+                    self.send("verdict", complete=d.is_complete, probability=round(float(d.probability), 4),
+                              ms=round(d.e2e_processing_time_ms, 1))
+        elif t is TTSTextFrame:
+            self.send("bot_word", text=frame.text)  # type: ignore[attr-defined]
+        elif t is BotStartedSpeakingFrame or t is BotStoppedSpeakingFrame:
+            self.send("bot", speaking=t is BotStartedSpeakingFrame)
+        elif t is InterruptionFrame:
+            self.send("interrupted")
+
+    # -- events ----------------------------------------------------------------------
+
+    def turn_started(self, _agg: object, _payload: object = None) -> None:
+        self.send("turn_start", index=self.turns + 1)
+
+    def turn_stopped(self, _agg: object, stopped: UserTurnStopped) -> None:
+        self.turns += 1
+        strategy = getattr(stopped.strategy, "name", None) if stopped.strategy is not None else None
+        latency = None if self.speech_end_clock is None else round(self.clock() - self.speech_end_clock, 3)
+        index, t = self.turns, self.t
+
+        def report() -> None:  # after the step that ended the turn: its verdict has come out by then
+            self.transport.send({"type": "turn_end", "t": t, "index": index, "text": stopped.content,
+                                 "strategy": strategy, "reason": self._reason(strategy, latency), "latency": latency})
+
+        loop = self.transport.loop
+        if loop is None:
+            report()
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(report)
+
+    def _reason(self, strategy: str | None, latency: float | None) -> str:
+        verdict = self.verdict
+        if strategy is None:
+            return "the stop watchdog (no activity)"
+        if strategy == "TurnAnalyzerStop":
+            if verdict is not None and verdict.is_complete:
+                return f"Smart Turn: complete (p={verdict.probability:.2f})"
+            if latency is not None and latency >= 2.5:
+                return "3 s of silence (Smart Turn's fallback)"
+            return "words without a VAD pause to judge"
+        if strategy == "SpeechTimeoutStop":
+            quiet = self.options.setup.vad_params.stop_secs + self.options.speech_timeout
+            return f"{quiet:.1f} s of silence"
+        return str(strategy)
+
+    def bot_turn(self, _agg: object, turn: AssistantTurnStopped) -> None:
+        self.send("bot_turn", text=turn.content, interrupted=turn.interrupted)
+
+    def context(self, snapshot: ContextSnapshot) -> None:
+        messages = [{"role": str(m.get("role", "")), "content": m.get("content")} for m in snapshot.messages]
+        self.send("context", messages=[m for m in messages if isinstance(m["content"], str)])
+
+
+class _Inspector(Processor):
+    """Passes everything; tells the page about the frames of some types going downstream."""
+
+    name = "Inspector"
+
+    def __init__(self, watch: _Watch, kinds: tuple[type[Frame], ...], audio: bool = False) -> None:
+        self.watch = watch
+        self.kinds = kinds
+        self.audio = audio
+
+    def open(self, port: Port) -> _InspectorSession:
+        return _InspectorSession(self, port)
+
+
+class _InspectorSession:
+    def __init__(self, owner: _Inspector, port: Port) -> None:
+        self.owner = owner
+        self.port = port
+
+    def on_frame(self, frame: Frame, direction: Direction) -> None:
+        self.port.push(frame, direction)
+        if direction is DOWN:
+            if self.owner.audio and type(frame) is InputAudioRawFrame:
+                self.owner.watch.audio(frame)
+            elif isinstance(frame, self.owner.kinds):
+                self.owner.watch.frame(frame)
+
+    def on_input_end(self, direction: Direction) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+# -- the stack ---------------------------------------------------------------------------------------
+
+
+class _PlaceholderRecognizer:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def accept(self, audio: bytes) -> str | None:
+        return None
+
+    def finish(self) -> str:
+        self.n += 1
+        return f"(speech {self.n})"
+
+    def close(self) -> None:
+        return None
+
+
+class PlaceholderSTT(STTService):
+    """No recognition: each utterance becomes ``(speech N)`` (``--stt none``: turn decisions without words)."""
+
+    name = "PlaceholderSTT"
+
+    def __init__(self) -> None:
+        super().__init__(ttfs_p99_latency=0.1)
+
+    def new_recognizer(self) -> Recognizer:
+        return _PlaceholderRecognizer()
+
+
+def make_stt(choice: str) -> STTService:
+    """The STT ``--stt`` names."""
+    if choice == "pocketsphinx":
+        return PocketSphinxSTT()
+    if choice == "openai":
+        return OpenAITranscriptionSTT(os.environ.get("OPENAI_STT_MODEL", "whisper-1"))
+    return PlaceholderSTT()
+
+
+def make_tts(choice: str) -> TTSService:
+    """The TTS ``--tts`` names."""
+    if choice == "espeak":
+        return EspeakTTS()
+    if choice == "openai":
+        return OpenAISpeechTTS(os.environ.get("OPENAI_TTS_MODEL", "gpt-4o-mini-tts"))
+    return PacedTextTTS()
+
+
+def make_llm(choice: str) -> Stage:
+    if choice == "openai":
+        from ..services.openai import OpenAILLM
+
+        return OpenAILLM(os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    return ScriptedLLM(reply_to, token_delay=0.03, first_token_delay=0.2)
+
+
+def make_stage(options: ServeOptions, transport: Any) -> Stage:
+    """One connection's pipeline, wired to tell the page what happens."""
+    watch = _Watch(transport, options)
+    setup = options.setup
+    params = setup.vad_params
+
+    def analyzer() -> _WatchedSilero:
+        watch.analyzer = _WatchedSilero(params)
+        return watch.analyzer
+
+    context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
+    pair = Pair(context, turns=TurnsConfig(stop=[_stop_strategy(setup)]))
+    user, assistant = pair.user(), pair.assistant()
+    user.events.on("on_user_turn_started", watch.turn_started)
+    user.events.on("on_user_turn_stopped", watch.turn_stopped)
+    assistant.events.on("on_assistant_turn_stopped", watch.bot_turn)
+    subscription = context.snapshots.subscribe(watch.context)
+    transport.on_close(subscription.dispose)
+    heard = (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, InterimTranscriptionFrame, TranscriptionFrame)
+    spoken = (TTSTextFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame, InterruptionFrame)
+    transport.send({"type": "hello", "setup": options.describe()})
+    return pipeline(
+        VADProcessor(analyzer), make_stt(options.stt), _Inspector(watch, heard, audio=True), user,
+        _Inspector(watch, (MetricsFrame,)), make_llm(options.llm), make_tts(options.tts),
+        _Inspector(watch, spoken), transport.output(), assistant,
+    )
+
+
+def make_app(options: ServeOptions) -> Any:
+    """The aiohttp application of ``rxvoice serve``."""
+    from ..transports import voice_app
+
+    _stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
+    SileroVADAnalyzer(16000).close()
+    return voice_app(partial_stage(options), allowed_origins=options.allowed_origins,
+                     max_connections=options.max_connections)
+
+
+def partial_stage(options: ServeOptions) -> Callable[[Any], Stage]:
+    def build(transport: Any) -> Stage:
+        return make_stage(options, transport)
+
+    return build
+
+
+# -- the command -------------------------------------------------------------------------------------
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``serve``."""
+    p = sub.add_parser(
+        "serve", help="talk to a bot in the browser and watch its turn decisions live",
+        description=(__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", ""),
+    )
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
+    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0: any free port)")
+    p.add_argument("--stt", choices=STT_CHOICES,
+                   help="speech-to-text (default pocketsphinx when installed, else none: placeholders)")
+    p.add_argument("--tts", choices=TTS_CHOICES,
+                   help="text-to-speech (default espeak when espeak-ng is installed, else paced words)")
+    p.add_argument("--stop", choices=("smart-turn", "speech-timeout"),
+                   help="what ends a turn (default: smart-turn when the model is found, else speech-timeout)")
+    p.add_argument("--speech-timeout", type=float, default=0.6, metavar="S",
+                   help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
+    p.add_argument("--model", metavar="PATH", help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL, ...)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
+                   help="another page allowed to connect (http://host:port); repeatable")
+    p.set_defaults(run=run)
+
+
+def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
+    """The options the command line asks for, with defaults filled in from what is installed."""
+    import shutil
+
+    setup = make_setup(argparse.Namespace(  # the builder `rxvoice turns` uses: the same default and errors
+        model=args.model, stop=args.stop, vad="silero", stt_delay=0.3, model_latency=0.05,
+        speech_timeout=args.speech_timeout, tail=4.0), err)
+    stt = args.stt
+    if stt is None:
+        stt = "pocketsphinx" if pocketsphinx_available() else "none"
+        if stt == "none":
+            print("note: pocketsphinx is not installed (pip install 'rxvoice[stt]'): utterances become "
+                  "placeholders", file=err)
+    elif stt == "pocketsphinx" and not pocketsphinx_available():
+        raise CLIError("--stt pocketsphinx needs the pocketsphinx package: pip install 'rxvoice[stt]'")
+    tts = args.tts
+    if tts is None:
+        tts = "espeak" if shutil.which("espeak-ng") else "paced"
+        if tts == "paced":
+            print("note: espeak-ng is not installed (Debian package espeak-ng): the bot's words are shown, "
+                  "not spoken", file=err)
+    elif tts == "espeak" and not shutil.which("espeak-ng"):
+        raise CLIError("--tts espeak needs the espeak-ng program: install the Debian package espeak-ng")
+    llm = "openai" if os.environ.get("OPENAI_BASE_URL") else "scripted"
+    if (stt == "openai" or tts == "openai" or llm == "openai") and not _has_httpx():
+        raise CLIError("the OpenAI-compatible services need httpx: pip install 'rxvoice[openai]'")
+    if not 0 <= args.port <= 65535:
+        raise CLIError(f"--port {args.port}: give 0..65535")
+    return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
+                        llm=llm, allowed_origins=tuple(args.allow_origin))
+
+
+def _has_httpx() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("httpx") is not None
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Serve until interrupted."""
+    options = options_from(args, err)
+    if not _loopback(args.host):
+        print(f"warning: listening on {args.host}: anyone who can reach this address can use your microphone "
+              "page and this machine's CPU; the default 127.0.0.1 keeps it to this machine", file=err)
+    try:
+        asyncio.run(_serve(options, args.host, args.port, out))
+    except OSError as exc:
+        raise CLIError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    return 0
+
+
+async def _serve(options: ServeOptions, host: str, port: int, out: TextIO) -> None:
+    from aiohttp import web
+
+    app = make_app(options)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    shown = f"[{host}]" if ":" in host else host
+    print(f"rxvoice serve: open http://{shown}:{bound}/ in a browser and speak "
+          f"(stt {options.stt}, tts {options.tts}, stop {options.stop}, model {options.llm}); Ctrl-C stops",
+          file=out, flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await runner.cleanup()

@@ -1,0 +1,119 @@
+"""Words for a recording that has no transcript: the VAD and the offline STT over it, in virtual time.
+
+The recording is played as 20 ms chunks through ``VADProcessor`` and
+:class:`~rxvoice.services.stt.PocketSphinxSTT` (recognition inline, so the
+run takes as long as the recognizer needs and gives the same words every
+time). Each utterance the VAD delimits becomes a :class:`~rxvoice.testing.Segment`:
+its words, from the VAD start minus ``start_secs`` to the VAD stop minus
+``stop_secs``. Utterances the recognizer heard nothing in are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import numpy as np
+import reactivex
+from reactivex.disposable import CompositeDisposable
+from reactivex.testing import TestScheduler
+
+from .. import frames as F
+from ..audio.vad import SileroVADAnalyzer, VADAnalyzer, VADParams, WebRTCVADAnalyzer
+from ..audio.vad_processor import VADProcessor
+from ..pipeline import pipeline
+from ..pipeline.session import Session
+from ..services.stt import PocketSphinxSTT, STTService, pocketsphinx_available
+from ..testing import FrameMarbles, Segment, Transcript
+from ..turns import inline_offload
+from ._common import CLIError
+from .wav import RATE, Recording
+
+__all__ = ["STT_CHOICES", "offline_stt", "recognized_words", "transcribe"]
+
+STT_CHOICES = ("pocketsphinx", "none")
+CHUNK = 320
+
+
+def offline_stt(choice: str | None) -> STTService | None:
+    """The STT ``--stt`` names (``None``: PocketSphinx when installed); ``None`` for ``none`` or not installed.
+
+    Raises:
+        CLIError: ``--stt pocketsphinx`` without the package installed.
+    """
+    if choice == "none":
+        return None
+    if not pocketsphinx_available():
+        if choice == "pocketsphinx":
+            raise CLIError("--stt pocketsphinx needs the pocketsphinx package: pip install 'rxvoice[stt]'")
+        return None
+    return PocketSphinxSTT(offload=inline_offload)
+
+
+def transcribe(
+    recording: Recording, stt: STTService, *, vad: str = "silero", params: VADParams | None = None, tail: float = 1.0
+) -> Transcript:
+    """What ``stt`` hears in ``recording``, utterance by utterance (segments' ``turn_end`` is unknown: True)."""
+    params = params or VADParams()
+    make: Callable[[], VADAnalyzer] = (
+        (lambda: WebRTCVADAnalyzer(RATE, params=params)) if vad == "webrtc" else
+        (lambda: SileroVADAnalyzer(RATE, params=params))
+    )
+    samples = np.concatenate((recording.samples, np.zeros(round(tail * RATE), dtype=np.int16)))
+    samples = np.concatenate((samples, np.zeros((-len(samples)) % CHUNK, dtype=np.int16)))
+    chunk_secs = CHUNK / RATE
+    items: list[tuple[float, F.Frame]] = [(0.0, F.StartFrame(audio_in_sample_rate=RATE))]
+    items += [((i // CHUNK + 1) * chunk_secs, F.InputAudioRawFrame(samples[i:i + CHUNK].tobytes(), RATE))
+              for i in range(0, len(samples), CHUNK)]
+    end = items[-1][0] + chunk_secs
+    items.append((end, F.EndFrame()))
+    scheduler = TestScheduler()
+    clock = Session(scheduler).clock
+    t0 = clock()
+    spans: list[list[float]] = []
+    words: list[tuple[float, str]] = []
+    position = [0.0]
+
+    def seen(frame: Any) -> None:
+        if isinstance(frame, F.InputAudioRawFrame):
+            position[0] += chunk_secs
+        elif isinstance(frame, F.VADUserStartedSpeakingFrame):
+            spans.append([max(0.0, position[0] - frame.start_secs), position[0]])
+        elif isinstance(frame, F.VADUserStoppedSpeakingFrame) and spans:
+            spans[-1][1] = max(spans[-1][0], position[0] - frame.stop_secs)
+        elif isinstance(frame, F.TranscriptionFrame):
+            words.append((position[0], frame.text))
+
+    source = FrameMarbles(scheduler=scheduler).from_timeline(items)  # never completes: the EndFrame ends it
+    down, _up = pipeline(VADProcessor(make), stt).duplex(source, reactivex.never())
+    subscriptions = CompositeDisposable()
+    try:
+        subscriptions.add(down.subscribe(seen, lambda _e: None, scheduler=scheduler))
+        scheduler.advance_to(t0 + end + 1.0)
+    finally:
+        subscriptions.dispose()
+    segments: list[Segment] = []
+    for start, end in spans:
+        said = [text for at, text in words if at >= end]
+        if said:
+            text = said[0]
+            words.remove(next(w for w in words if w[1] is text))
+            segments.append(Segment(text, round(start, 3), round(max(end, start), 3), True))
+    return Transcript(tuple(segments), RATE, round(recording.duration, 3))
+
+
+def recognized_words(
+    recording: Recording, setup: Any, choice: str | None, err: TextIO, quiet: bool
+) -> Transcript | None:
+    """The words ``--stt`` asks for (None: placeholders), with a note on stderr saying where they came from."""
+    stt = offline_stt(choice)
+    if stt is None:
+        if choice is None and not quiet:
+            print("note: no transcript and no offline STT (pip install 'rxvoice[stt]'): "
+                  "the words are placeholders from the VAD", file=err)
+        return None
+    words = transcribe(recording, stt, vad=setup.vad, params=setup.vad_params)
+    if not quiet:
+        print(f"note: no transcript: the words are PocketSphinx's ({len(words.segments)} utterances, offline; "
+              "it mishears many voices, see the voice guide); --stt none keeps the VAD placeholders", file=err)
+    return words

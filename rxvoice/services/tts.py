@@ -1,0 +1,643 @@
+"""Text-to-speech stages: the model's text in, the bot's voice out, at speaking pace.
+
+Every stage here is a :class:`TTSService`: place it after the model, before
+the output transport and the assistant aggregator::
+
+    pipeline(transport.input(), vad, stt, pair.user(), llm, EspeakTTS(), transport.output(), pair.assistant())
+
+What goes in, downstream: streamed ``LLMTextFrame``/``TextFrame`` (grouped
+into sentences here, with :class:`~rxvoice.text.SimpleTextAggregator`),
+``AggregatedTextFrame`` (an upstream ``Sentence`` or ``LLMText`` already
+grouped it: spoken as it is) and ``TTSSpeakFrame`` (say this, no model). Text
+marked ``skip_tts`` is not spoken and goes on in its place. Each unit is
+synthesized off the session (on ``offload``), the next one while the current
+one plays.
+
+What comes out, downstream, in the order a listener hears it:
+``TTSStartedFrame``, then ``OutputAudioRawFrame`` chunks of ``chunk_secs``
+released at speaking pace by the scheduler (``lead`` seconds ahead, so a
+player's buffer never runs dry), a ``TTSTextFrame`` per word as it is spoken,
+``TTSStoppedFrame`` when the speech runs out; and ``BotStartedSpeakingFrame``
+/ ``BotStoppedSpeakingFrame`` both ways, so the user side's mute strategies
+and idle detection and the assistant aggregator's "what was actually said"
+follow the voice, not the model. Data and control frames that come after
+text (``LLMFullResponseEndFrame``, ``EndFrame``, ...) wait until that text
+has been spoken, so the assistant aggregator closes the turn on the words the
+user heard. The text frames themselves stop here: the spoken words replace
+them.
+
+An ``InterruptionFrame`` stops at once: pending audio, words and syntheses
+are dropped (frames that cannot be interrupted, such as ``EndFrame``, go on),
+the interruption goes on, then ``TTSStoppedFrame`` and
+``BotStoppedSpeakingFrame``. A ``CancelFrame`` drops everything and passes.
+A synthesis that fails is reported (``on_error``, an ``ErrorFrame`` upstream)
+and its text skipped; the session goes on.
+
+Word times are estimated by spreading the utterance's duration over its words
+in proportion to their length (none of the engines here reports them).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import logging
+import re
+import shutil
+import subprocess
+from abc import abstractmethod
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from reactivex import abc
+
+from ..errors import ConfigurationError, RxVoiceError, ServiceError
+from ..events import EventRegistry
+from ..frames import (
+    DOWN,
+    AggregatedTextFrame,
+    AggregationType,
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    CancelFrame,
+    Direction,
+    EndFrame,
+    Frame,
+    FrameKind,
+    InterruptionFrame,
+    LLMFullResponseEndFrame,
+    LLMTextFrame,
+    OutputAudioRawFrame,
+    TextFrame,
+    TTSSpeakFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+    TTSTextFrame,
+)
+from ..pipeline.processor import EventfulProcessor, Port
+from ..text import SimpleTextAggregator
+from ..workers import Offload, default_offload, inline_offload
+from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
+
+__all__ = [
+    "TTS_EVENTS",
+    "EspeakTTS",
+    "OpenAISpeechTTS",
+    "PacedTextTTS",
+    "Speech",
+    "TTSService",
+    "read_wav_pcm",
+    "word_times",
+]
+
+log = logging.getLogger("rxvoice.services.tts")
+
+TTS_EVENTS = ("on_error", "on_speech_started", "on_speech_stopped")
+"""The events of every TTS stage: ``on_error``, ``on_speech_started`` (the text of each unit as it starts playing),
+``on_speech_stopped`` (``True`` when the speech was interrupted)."""
+
+
+@dataclass(frozen=True)
+class Speech:
+    """One synthesized unit: 16-bit mono PCM, its rate, and when each word starts (seconds into it)."""
+
+    audio: bytes
+    sample_rate: int
+    words: tuple[tuple[str, float], ...]
+    duration: float
+
+
+def word_times(text: str, duration: float) -> tuple[tuple[str, float], ...]:
+    """The words of ``text`` with start times spread over ``duration`` in proportion to their length."""
+    words = text.split()
+    if not words:
+        return ()
+    weights = [len(w) + 1 for w in words]
+    total = float(sum(weights))
+    out: list[tuple[str, float]] = []
+    at = 0.0
+    for w, weight in zip(words, weights, strict=True):
+        out.append((w, round(at, 6)))
+        at += duration * weight / total
+    return tuple(out)
+
+
+def read_wav_pcm(data: bytes) -> tuple[bytes, int]:
+    """The 16-bit mono PCM and rate of a WAV file in memory (streamed WAVs with bogus sizes too).
+
+    Raises:
+        ServiceError: not a 16-bit PCM WAV.
+    """
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise ServiceError("the synthesizer's answer is not a WAV file")
+    pos = 12
+    rate = channels = width = 0
+    while pos + 8 <= len(data):
+        tag, size = data[pos:pos + 4], int.from_bytes(data[pos + 4:pos + 8], "little")
+        body = pos + 8
+        if tag == b"fmt ":
+            fmt = int.from_bytes(data[body:body + 2], "little")
+            channels = int.from_bytes(data[body + 2:body + 4], "little")
+            rate = int.from_bytes(data[body + 4:body + 8], "little")
+            width = int.from_bytes(data[body + 14:body + 16], "little") // 8
+            if fmt not in (1, 0xFFFE) or width != 2:
+                raise ServiceError(f"the synthesizer's WAV is not 16-bit PCM (format {fmt}, {8 * width} bits)")
+        elif tag == b"data":
+            if not rate:
+                break
+            pcm = data[body:] if size >= len(data) - body else data[body:body + size]
+            pcm = pcm[: len(pcm) - len(pcm) % (2 * channels)]
+            if channels > 1:
+                import numpy as np
+
+                samples = np.frombuffer(pcm, dtype="<i2").reshape(-1, channels).mean(axis=1)
+                pcm = samples.astype("<i2").tobytes()
+            return pcm, rate
+        pos = body + size + (size & 1)
+    raise ServiceError("the synthesizer's WAV has no audio")
+
+
+class TTSService(EventfulProcessor):
+    """The text-to-speech interface: subclasses say how to :meth:`synthesize` one unit of text.
+
+    Args:
+        chunk_secs: Seconds of audio per ``OutputAudioRawFrame``.
+        lead: Seconds of audio released ahead of the speaking pace.
+        offload: Where synthesis runs (default: the shared worker pool).
+        scheduler: The scheduler of the stage (default: the session's).
+
+    Events: ``on_error``, ``on_speech_started`` (the unit's text), ``on_speech_stopped`` (interrupted or not).
+    """
+
+    name = "TTSService"
+
+    def __init__(
+        self,
+        *,
+        chunk_secs: float = 0.04,
+        lead: float = 0.15,
+        offload: Offload | None = None,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> None:
+        self.chunk_secs = _positive("chunk_secs", chunk_secs)
+        if isinstance(lead, bool) or not isinstance(lead, int | float) or not 0 <= lead <= 5:
+            raise ConfigurationError(f"lead must be 0..5 seconds, got {lead!r}")
+        self.lead = float(lead)
+        self.offload: Offload = offload if offload is not None else default_offload
+        self.scheduler = scheduler
+        self.events = EventRegistry(self, TTS_EVENTS)
+
+    @abstractmethod
+    def synthesize(self, text: str) -> Speech:
+        """Speak ``text`` (runs on ``offload``; may block)."""
+
+    def open(self, port: Port) -> _TTSSession:
+        self.events.set_clock(port.time)
+        return _TTSSession(self, port)
+
+
+_WORDLESS = re.compile(r"\w")
+_SLACK = 0.001  # a millisecond: what a timer can resolve
+
+
+class _Unit:
+    """One piece of text to speak, its synthesis, and how far its playback got."""
+
+    __slots__ = ("append", "chunk", "future", "next_word", "speech", "started", "text", "timer")
+
+    def __init__(self, text: str, append: bool) -> None:
+        self.text = text
+        self.append = append
+        self.future: concurrent.futures.Future[Any] | None = None
+        self.speech: Speech | None = None
+        self.started: float | None = None
+        self.chunk = 0
+        self.next_word = 0
+        self.timer: abc.DisposableBase | None = None
+
+
+class _TTSSession:
+    """One session: text being grouped, units queued and playing, frames waiting behind them."""
+
+    def __init__(self, tts: TTSService, port: Port) -> None:
+        self.tts = tts
+        self.port = port
+        self.aggregator = SimpleTextAggregator()
+        self.append = True
+        self.queue: deque[_Unit | tuple[Frame, Direction]] = deque()
+        self.playing: _Unit | None = None
+        self.synthesizing: _Unit | None = None
+        self.bot_speaking = False
+        self.tts_started = False
+        self.closed = False
+
+    # -- frames (inside the session) ---------------------------------------------------
+
+    def on_frame(self, frame: Frame, direction: Direction) -> None:
+        if direction is not DOWN:
+            self.port.push(frame, direction)
+            return
+        t = type(frame)
+        if t is LLMTextFrame or t is TextFrame:
+            self._text(frame)  # type: ignore[arg-type]
+        elif t is AggregatedTextFrame:
+            f: AggregatedTextFrame = frame  # type: ignore[assignment]
+            if f.skip_tts:
+                self._after_speech(frame, direction)
+            else:
+                self._flush()
+                self._say(f.text, f.append_to_context)
+        elif t is TTSSpeakFrame:
+            self._flush()
+            self._say(frame.text, frame.append_to_context)  # type: ignore[attr-defined]
+        elif t is InterruptionFrame:
+            self._interrupt(frame)
+        elif t is CancelFrame:
+            self._stop_all()
+            self.port.push_down(frame)
+        elif t is LLMFullResponseEndFrame or t is EndFrame:
+            self._flush()
+            self._after_speech(frame, direction)
+        elif frame.kind is FrameKind.SYSTEM:
+            self.port.push_down(frame)
+        else:
+            self._after_speech(frame, direction)
+
+    def on_input_end(self, direction: Direction) -> None:
+        return None
+
+    def close(self) -> None:
+        self.closed = True
+        self._stop_all()
+
+    # -- text ---------------------------------------------------------------------------
+
+    def _text(self, frame: TextFrame) -> None:
+        if frame.skip_tts:
+            self._flush()
+            self._after_speech(frame, DOWN)
+            return
+        self.append = frame.append_to_context
+        for unit in self.aggregator.aggregate(frame.text):
+            self._say(unit.text, frame.append_to_context)
+
+    def _flush(self) -> None:
+        rest = self.aggregator.flush()
+        if rest is not None:
+            self._say(rest.text, self.append)
+
+    def _say(self, text: str, append: bool) -> None:
+        text = " ".join(text.split())
+        if not _WORDLESS.search(text):
+            return  # nothing to pronounce
+        self.queue.append(_Unit(text, append))
+        self._synthesize_next()
+        self._play()
+
+    def _after_speech(self, frame: Frame, direction: Direction) -> None:
+        if self.playing is None and not self.queue:
+            self.port.push(frame, direction)
+        else:
+            self.queue.append((frame, direction))
+
+    # -- synthesis -------------------------------------------------------------------------
+
+    def _synthesize_next(self) -> None:
+        if self.synthesizing is not None or self.closed:
+            return
+        for item in self.queue:
+            if isinstance(item, _Unit) and item.speech is None and item.future is None:
+                unit = item
+                break
+        else:
+            return
+        self.synthesizing = unit
+        try:
+            future = self.tts.offload(partial(self.tts.synthesize, unit.text))
+        except RuntimeError as exc:
+            future = concurrent.futures.Future()
+            future.set_exception(exc)
+        unit.future = future
+        future.add_done_callback(partial(self._synthesized, unit))
+
+    def _synthesized(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
+        if self.closed or future.cancelled():
+            return
+        self.port.session.run(self._enter, partial(self._ready, unit, future))
+
+    def _enter(self, fn: Callable[[], None]) -> None:
+        if not self.closed:
+            self.port.inject_call(fn)
+
+    def _ready(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
+        if unit is not self.synthesizing:
+            return  # interrupted meanwhile
+        self.synthesizing = None
+        error = future.exception()
+        if error is None and not isinstance(future.result(), Speech):
+            error = ServiceError(f"{self.tts.name}.synthesize returned {future.result()!r}, not a Speech")
+        if error is not None:
+            if not isinstance(error, RxVoiceError):
+                error = ServiceError(f"{self.tts.name}: synthesis failed: {error!r}")
+            log.warning("%s: %s; %r is not spoken", self.tts.name, error, unit.text[:60])
+            self.port.report_error(error)
+            with contextlib.suppress(ValueError):
+                self.queue.remove(unit)
+        else:
+            unit.speech = future.result()
+        self._synthesize_next()
+        self._play()
+
+    # -- playback ---------------------------------------------------------------------------
+
+    def _play(self) -> None:
+        """Start the next unit when nothing plays: frames at the head go on first."""
+        while self.playing is None and self.queue:
+            head = self.queue[0]
+            if isinstance(head, _Unit):
+                if head.speech is None:
+                    return  # still synthesizing: the bot keeps the floor
+                self.queue.popleft()
+                self._start(head)
+                return
+            self.queue.popleft()
+            if not any(isinstance(i, _Unit) for i in self.queue):
+                self._speech_over(False)
+            frame, direction = head
+            self.port.push(frame, direction)
+        if self.playing is None and not self.queue:
+            self._speech_over(False)
+
+    def _start(self, unit: _Unit) -> None:
+        port = self.port
+        if not self.tts_started:
+            self.tts_started = True
+            port.push_down(TTSStartedFrame())
+        if not self.bot_speaking:
+            self.bot_speaking = True
+            started = BotStartedSpeakingFrame()
+            port.push_down(started)
+            port.push_up(started)
+        self.playing = unit
+        unit.started = port.time()
+        self.tts.events.emit("on_speech_started", unit.text)
+        self._tick()
+
+    def _tick(self) -> None:
+        unit = self.playing
+        if unit is None or unit.speech is None or unit.started is None:
+            return
+        unit.timer = None
+        speech = unit.speech
+        tts = self.tts
+        elapsed = self.port.time() - unit.started
+        step = max(2, round(tts.chunk_secs * speech.sample_rate) * 2)
+        audio = speech.audio
+        # words spoken by now
+        while unit.next_word < len(speech.words) and speech.words[unit.next_word][1] <= elapsed + _SLACK:
+            word = speech.words[unit.next_word][0]
+            unit.next_word += 1
+            self.port.push_down(TTSTextFrame(word, aggregated_by=AggregationType.WORD.value,
+                                             append_to_context=unit.append))
+        # audio due by now (plus the lead)
+        due = (elapsed + tts.lead + _SLACK) * speech.sample_rate * 2
+        while unit.chunk * step < len(audio) and unit.chunk * step <= due:
+            piece = audio[unit.chunk * step:(unit.chunk + 1) * step]
+            unit.chunk += 1
+            self.port.push_down(OutputAudioRawFrame(piece, speech.sample_rate))
+        done = unit.next_word >= len(speech.words) and unit.chunk * step >= len(audio)
+        if done and elapsed >= speech.duration - _SLACK:
+            self.playing = None
+            self._play()
+            return
+        # the next moment something is due: a word, a chunk, or the end
+        times = [speech.duration]
+        if unit.next_word < len(speech.words):
+            times.append(speech.words[unit.next_word][1])
+        if unit.chunk * step < len(audio):
+            times.append(unit.chunk * step / (2 * speech.sample_rate) - tts.lead)
+        wait = max(_SLACK, min(times) - elapsed)
+        unit.timer = self.port.call_later(wait, self._tick)
+
+    def _speech_over(self, interrupted: bool) -> None:
+        port = self.port
+        if self.tts_started:
+            self.tts_started = False
+            port.push_down(TTSStoppedFrame())
+        if self.bot_speaking:
+            self.bot_speaking = False
+            stopped = BotStoppedSpeakingFrame()
+            port.push_down(stopped)
+            port.push_up(stopped)
+            self.tts.events.emit("on_speech_stopped", interrupted)
+
+    def _drop_units(self) -> None:
+        if self.playing is not None and self.playing.timer is not None:
+            self.playing.timer.dispose()
+        self.playing = None
+        if self.synthesizing is not None and self.synthesizing.future is not None:
+            self.synthesizing.future.cancel()
+        self.synthesizing = None
+        self.aggregator.reset()
+
+    def _interrupt(self, frame: Frame) -> None:
+        self._drop_units()
+        kept = [i for i in self.queue if not isinstance(i, _Unit) and not i[0].interruptible]
+        self.queue.clear()
+        self.port.push_down(frame)
+        self._speech_over(True)
+        for f, d in kept:
+            self.port.push(f, d)
+
+    def _stop_all(self) -> None:
+        self._drop_units()
+        self.queue.clear()
+        self.tts_started = self.bot_speaking = False
+
+
+# -- engines -----------------------------------------------------------------------------------------
+
+
+class PacedTextTTS(TTSService):
+    """No audio: the words are released at speaking pace, for tests and machines without a synthesizer.
+
+    Everything else is as for a real voice: started/stopped frames, bot
+    speaking notices both ways, words as spoken, interruptions. Synthesis is
+    instant and runs inline.
+
+    Args:
+        words_per_minute: The speaking pace.
+        **kwargs: As for :class:`TTSService`.
+    """
+
+    name = "PacedTextTTS"
+
+    def __init__(self, *, words_per_minute: float = 180.0, **kwargs: Any) -> None:
+        kwargs.setdefault("offload", inline_offload)
+        super().__init__(**kwargs)
+        if isinstance(words_per_minute, bool) or not isinstance(words_per_minute, int | float) or not (
+            30 <= words_per_minute <= 1000
+        ):
+            raise ConfigurationError(f"words_per_minute must be 30..1000, got {words_per_minute!r}")
+        self.words_per_minute = float(words_per_minute)
+
+    def __repr__(self) -> str:
+        return f"PacedTextTTS(words_per_minute={self.words_per_minute:g})"
+
+    def synthesize(self, text: str) -> Speech:
+        words = text.split()
+        per_word = 60.0 / self.words_per_minute
+        timed = tuple((w, round(i * per_word, 6)) for i, w in enumerate(words))
+        return Speech(b"", 16000, timed, len(words) * per_word)
+
+
+def _speech(pcm: bytes, rate: int, text: str) -> Speech:
+    duration = len(pcm) / (2 * rate)
+    return Speech(pcm, rate, word_times(text, duration), duration)
+
+
+class EspeakTTS(TTSService):
+    """The ``espeak-ng`` synthesizer (a program on the PATH; Debian's package ``espeak-ng``).
+
+    Robotic but instant and offline, in many languages and voices.
+
+    Args:
+        voice: An espeak-ng voice (``en-us``, ``en-gb+f3``, ``fr``, ...; ``espeak-ng --voices`` lists them).
+        words_per_minute: The speaking rate.
+        pitch: 0..99.
+        program: The program's path (default: ``espeak-ng`` on the PATH).
+        **kwargs: As for :class:`TTSService`.
+
+    Raises:
+        ConfigurationError: the program is not found (install the Debian package
+            ``espeak-ng``: ``apt-get install espeak-ng``).
+    """
+
+    name = "EspeakTTS"
+
+    def __init__(
+        self, *, voice: str = "en-us", words_per_minute: int = 170, pitch: int = 50, program: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        found = shutil.which(program or "espeak-ng")
+        if found is None:
+            raise ConfigurationError(
+                f"EspeakTTS needs the {program or 'espeak-ng'} program, which is not on the PATH: install the "
+                "Debian package espeak-ng (sudo apt-get install espeak-ng), or pass program="
+            )
+        if not isinstance(voice, str) or not re.fullmatch(r"[\w+\-]+", voice):
+            raise ConfigurationError(f"voice must be an espeak-ng voice name such as 'en-us', got {voice!r}")
+        for label, value, low, high in (("words_per_minute", words_per_minute, 80, 500), ("pitch", pitch, 0, 99)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigurationError(f"{label} must be an int from {low} to {high}, got {value!r}")
+        self.program = found
+        self.voice = voice
+        self.words_per_minute = words_per_minute
+        self.pitch = pitch
+
+    def __repr__(self) -> str:
+        return f"EspeakTTS(voice={self.voice!r})"
+
+    def synthesize(self, text: str) -> Speech:
+        command = [self.program, "--stdout", "--stdin", "-v", self.voice, "-s", str(self.words_per_minute),
+                   "-p", str(self.pitch)]
+        try:
+            done = subprocess.run(command, input=text.encode("utf-8"), capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ServiceError(f"espeak-ng failed to run: {exc}") from exc
+        if done.returncode != 0:
+            message = done.stderr.decode("utf-8", "replace").strip()[:200]
+            raise ServiceError(f"espeak-ng exited with status {done.returncode}: {message or '(no message)'}")
+        pcm, rate = read_wav_pcm(done.stdout)
+        return _speech(pcm, rate, text)
+
+
+class OpenAISpeechTTS(TTSService):
+    """Any server that speaks OpenAI's speech API (``POST /audio/speech``).
+
+    One request per unit of text; the answer is asked for as WAV (a raw
+    ``pcm`` answer is taken as OpenAI's 24 kHz 16-bit mono).
+
+    Args:
+        model: The model name (``gpt-4o-mini-tts``, ``tts-1``, ...).
+        voice: The voice (``alloy``, ...).
+        base_url: The API's root (``.../v1``); default ``OPENAI_BASE_URL``, else OpenAI's.
+        api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (required for OpenAI's host).
+        params: Extra JSON fields (``speed``, ``instructions``, ...).
+        timeout: Seconds to wait for each answer.
+        offload: Where the requests wait (default: the I/O threads, :func:`rxvoice.services.stt.io_offload`).
+        **kwargs: As for :class:`TTSService`.
+
+    Raises:
+        ConfigurationError: a bad URL, a missing key for OpenAI's host, or no httpx.
+    """
+
+    name = "OpenAISpeechTTS"
+    raw_pcm_rate = 24000
+    """The rate of a raw ``pcm`` answer (OpenAI's)."""
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini-tts",
+        *,
+        voice: str = "alloy",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        timeout: float = 30.0,
+        offload: Offload | None = None,
+        **kwargs: Any,
+    ) -> None:
+        need_httpx(self)
+        super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
+        if not isinstance(model, str) or not model:
+            raise ConfigurationError(f"OpenAISpeechTTS needs a model name, got {model!r}")
+        self.model = model
+        self.voice = voice
+        self.base_url, self.headers = _endpoint(base_url, api_key)
+        self.url = f"{self.base_url}/audio/speech"
+        self.params = dict(params or {})
+        self.timeout = _positive("timeout", timeout)
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return f"OpenAISpeechTTS({self.model!r}, base_url={self.base_url!r})"
+
+    def _http(self) -> Any:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout)  # thread-safe: shared by the sessions
+        return self._client
+
+    def synthesize(self, text: str) -> Speech:
+        import httpx
+
+        body = {"model": self.model, "voice": self.voice, "input": text, "response_format": "wav", **self.params}
+        try:
+            response = self._http().post(self.url, json=body, headers=self.headers)
+        except httpx.HTTPError as exc:
+            raise ServiceError(f"the speech server did not answer: {exc!r}", retryable=True) from exc
+        if response.status_code >= 400:
+            raise http_error("the speech server", response.status_code, response.text)
+        data = response.content
+        if data[:4] == b"RIFF":
+            pcm, rate = read_wav_pcm(data)
+        else:
+            if len(data) % 2 or "json" in response.headers.get("content-type", "") or "text" in response.headers.get(
+                "content-type", ""
+            ):
+                raise ServiceError(f"the speech server's answer is not audio: {data[:120]!r}")
+            pcm, rate = data, self.raw_pcm_rate
+        return _speech(pcm, rate, text)
+
+    def close(self) -> None:
+        """Close the HTTP connections (the stage can still be used: they reopen)."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
