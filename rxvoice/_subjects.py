@@ -10,6 +10,7 @@ observer on its own: a failure is logged and the others still get the value.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TypeVar
 
@@ -20,6 +21,10 @@ __all__ = ["ContainedBehaviorSubject", "ContainedSubject"]
 log = logging.getLogger("rxvoice.subscribers")
 
 _T = TypeVar("_T")
+
+_CONTAINED: tuple[type[BaseException], ...] = (Exception, asyncio.CancelledError)
+"""What a subscriber may raise without reaching the publisher (a ``CancelledError`` included: it is not the
+publisher's task being cancelled). ``KeyboardInterrupt`` and ``SystemExit`` go through."""
 
 
 class ContainedSubject(Subject[_T]):
@@ -35,7 +40,7 @@ class ContainedSubject(Subject[_T]):
         for observer in observers:
             try:
                 observer.on_next(value)
-            except Exception:
+            except _CONTAINED:
                 log.exception("a subscriber of %s raised; contained (the others still got it)", self.what)
 
 
@@ -53,5 +58,5 @@ class ContainedBehaviorSubject(BehaviorSubject[_T]):
         for observer in observers:
             try:
                 observer.on_next(value)
-            except Exception:
+            except _CONTAINED:
                 log.exception("a subscriber of %s raised; contained (the others still got it)", self.what)

@@ -355,9 +355,9 @@ class SessionEvents:
         """Async handlers of this session still running."""
         return frozenset(self._lane.tasks)
 
-    def close(self, grace: float = ASYNC_GRACE) -> None:
-        """The session ended: async handlers still running are cancelled after ``grace`` seconds."""
-        self._lane.cancel(after=grace)
+    def close(self, grace: float | None = None) -> None:
+        """The session ended: async handlers still running are cancelled after ``grace`` s (:data:`ASYNC_GRACE`)."""
+        self._lane.cancel(after=ASYNC_GRACE if grace is None else grace)
 
 
 class _AsyncLane:

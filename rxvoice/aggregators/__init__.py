@@ -13,6 +13,7 @@ from .reports import (
     Completion,
     SummaryApplied,
     UserTurnMessageAdded,
+    UserTurnRecovered,
     UserTurnStopped,
 )
 from .sentence import Sentence
@@ -72,6 +73,7 @@ __all__ = [
     "UserAggregator",
     "UserTurnMessageAdded",
     "UserTurnProcessor",
+    "UserTurnRecovered",
     "UserTurnStopped",
     "VADConfig",
 ]

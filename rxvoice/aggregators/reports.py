@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..turns.reports import UserTurnStopped, iso8601
+from ..turns.reports import UserTurnRecovered, UserTurnStopped, iso8601
 
 __all__ = [
     "AssistantThought",
@@ -12,6 +12,7 @@ __all__ = [
     "Completion",
     "SummaryApplied",
     "UserTurnMessageAdded",
+    "UserTurnRecovered",
     "UserTurnStopped",
     "iso8601",
 ]
@@ -19,7 +20,11 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class UserTurnMessageAdded:
-    """A user message written to the conversation (this write's segment, not the whole turn)."""
+    """A user message written to the conversation (this write's segment, not the whole turn).
+
+    When a recovered turn's continuation joins the message it reopened,
+    ``content`` is the continuation (the message now reads both).
+    """
 
     content: str
     timestamp: str

@@ -23,7 +23,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..context import LLMContext
@@ -126,6 +126,10 @@ class StageShell:
             RUNNING.reset(token)
 
     # -- the conversation ---------------------------------------------------------------------
+
+    def messages(self) -> Sequence[Any]:
+        """The shared conversation's messages as they stand now."""
+        return self.context.messages if self.context is not None else ()
 
     def write(self, op: Callable[[LLMContext], Any]) -> bool:
         """Change the shared conversation; a write it refuses is reported (``False``)."""

@@ -57,6 +57,7 @@ USER_EVENTS = (
     "on_user_turn_stop_timeout",
     "on_user_turn_idle",
     "on_user_turn_message_added",
+    "on_user_turn_recovered",
     "on_user_mute_started",
     "on_user_mute_stopped",
 )
@@ -77,6 +78,8 @@ class UserAggregator(TurnStage):
     ``on_user_turn_inference_triggered`` (the stop strategy),
     ``on_user_turn_stop_timeout``, ``on_user_turn_idle``,
     ``on_user_turn_message_added`` (:class:`UserTurnMessageAdded`),
+    ``on_user_turn_recovered`` (:class:`UserTurnRecovered`: a false end
+    undone, see ``TurnsConfig.recovery_window``),
     ``on_user_mute_started``, ``on_user_mute_stopped``, and ``on_error``
     (a typed error from :mod:`rxvoice.errors`).
 
@@ -216,9 +219,12 @@ class _UserSession(TurnShell):
         self.machine.start(self.turn, frame, now, params)
 
     def _end(self, frame: Frame, direction: Direction) -> None:
-        self.emit(frame, direction)  # the end goes on first, then what the user said is written
+        # What the user said is written (and asked about) before the end goes on, so the model's answer to it
+        # comes before the end: an end lets work already asked for finish (Pipecat forwards the end first, and
+        # its model never answers those words).
         self.now = now = self.clock()
         self.machine.end(self.turn, now)
+        self.emit(frame, direction)
 
     def _cancel(self, frame: Frame, direction: Direction) -> None:
         self.now = now = self.clock()

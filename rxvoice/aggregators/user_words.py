@@ -5,12 +5,15 @@ when to answer and when it is over; this core keeps only the words. A final
 transcript is gathered into the turn (or, a late tail of the turn already
 answered, held for the next one); an inference writes what was gathered as
 one user message and asks the model to answer; a turn with no words at all
-may have the model ask the user to repeat (the empty-turn policy). Nothing
-here touches a stream: writes, frames and events are calls on the shell.
+may have the model ask the user to repeat (the empty-turn policy); a turn
+the machine reopens (a false end recovered) takes its continuation into the
+message it already wrote. Nothing here touches a stream: writes, frames and
+events are calls on the shell.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..frames import DOWN, Direction, Frame, InterimTranscriptionFrame, TranscriptionFrame
@@ -20,7 +23,7 @@ from ..turns.machine import TurnState
 from ..turns.reports import iso8601
 from .reports import UserTurnMessageAdded
 
-__all__ = ["UserWords", "WordsPort"]
+__all__ = ["UserWords", "WordsPort", "rejoined"]
 
 
 class WordsPort(Protocol):
@@ -31,6 +34,9 @@ class WordsPort(Protocol):
 
     def emit_context(self, direction: Direction = DOWN) -> None:
         """Send the conversation as it stands now."""
+
+    def messages(self) -> Sequence[Any]:
+        """The conversation's messages as they stand now."""
 
     def emit(self, frame: Frame, direction: Direction) -> None:
         """Send a frame."""
@@ -45,7 +51,8 @@ class WordsPort(Protocol):
 class UserWords:
     """The words of one session's user turns (implements :class:`rxvoice.turns.Words`)."""
 
-    __slots__ = ("empty_turn", "held", "parts", "port", "recoveries", "started_at", "user_id", "whole")
+    __slots__ = ("empty_turn", "held", "last", "message", "parts", "port", "recoveries", "rejoin", "started_at",
+                 "user_id", "whole")
 
     def __init__(self, port: WordsPort, empty_turn: EmptyUserTurnConfig | None) -> None:
         self.port = port
@@ -56,6 +63,12 @@ class UserWords:
         self.whole = ""
         self.user_id = ""
         self.recoveries = 0
+        self.message: str | None = None
+        """The text of the last user message this turn wrote."""
+        self.last: tuple[str, str, float | None] | None = None
+        """The last answered turn: its last message, its words, when it began (what a recovery reopens)."""
+        self.rejoin: str | None = None
+        """The message a reopened turn's next words join (``None``: write a new one)."""
 
     # -- gathering -------------------------------------------------------------------------------
 
@@ -86,6 +99,8 @@ class UserWords:
     def started(self, now: float) -> None:
         self.started_at = now
         self.whole = ""
+        self.message = None
+        self.last = None
 
     def commit(self, now: float) -> None:
         """Write what was gathered (a held late tail first) as one user message and ask for the answer."""
@@ -101,9 +116,26 @@ class UserWords:
         if not text:
             return
         port = self.port
-        if not port.write(lambda c: c.add_user_message(text)):
+        old, self.rejoin = self.rejoin, None
+        message = text
+        if old is None:
+            written = port.write(lambda c: c.add_user_message(text))
+        else:
+            joined = concatenate([Part(old), Part(text)])
+            merged: list[bool] = []
+
+            def join(messages: list[dict[str, Any]]) -> Sequence[Any]:
+                result = rejoined(messages, old, joined)
+                merged.append(result is not None)
+                return result if result is not None else [*messages, {"role": "user", "content": text}]
+
+            written = port.write(lambda c: c.transform_messages(join))
+            if written and merged[-1]:
+                message = joined
+        if not written:
             return
         port.emit_context(DOWN)
+        self.message = message
         if port.listens("on_user_turn_message_added"):
             started = now if self.started_at is None else self.started_at
             port.event("on_user_turn_message_added", UserTurnMessageAdded(text, iso8601(started), self.user_id))
@@ -113,15 +145,36 @@ class UserWords:
         return self.whole, self.user_id, self.started_at
 
     def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
+        if self.rejoin is not None:  # reopened, and nothing more was said: ask again for the answer it lost
+            old, self.rejoin = self.rejoin, None
+            if self.port.write(lambda c: c.transform_messages(lambda ms: rejoined(ms, old, old) or ms)):
+                self.port.emit_context(DOWN)
+            self.message = old
         had_words = bool(self.whole)
         if had_words:
             self.recoveries = 0
             answered = True
         else:
             answered = self._empty_turn(turn)
+        self.last = (self.message, self.whole, self.started_at) if had_words and self.message is not None else None
+        self.message = None
         self.started_at = None
         self.whole = ""
         return had_words, answered
+
+    def resume(self, now: float) -> str | None:
+        """The machine reopens the last turn: its words and start come back, its message takes what follows.
+
+        Only while its message is still the conversation's last: once a reply
+        is written (a text pipeline shows it at once; a spoken one writes only
+        what was heard), the user has had an answer.
+        """
+        if self.last is None or not _answer_unwritten(self.port.messages(), self.last[0]):
+            return None  # the answer is in the conversation (shown as text, or spoken): a new turn
+        self.rejoin, self.whole, self.started_at = self.last
+        self.message = self.rejoin
+        self.last = None
+        return self.whole
 
     def _empty_turn(self, turn: TurnState) -> bool:
         """A turn with no words: if it cut the bot off for nothing, have the model ask again (``True``: asked)."""
@@ -140,4 +193,35 @@ class UserWords:
     def ended(self, now: float) -> None:
         self.whole = ""
         self.started_at = None
+        self.message = self.last = self.rejoin = None
 
+
+def rejoined(messages: Sequence[Any], old: str, text: str) -> list[Any] | None:
+    """The messages with the user message ``old`` (the last user message) reading ``text``.
+
+    What the unheard reply wrote after it (plain assistant messages) goes;
+    anything else stays. ``None`` when the turn cannot be reopened in place:
+    ``old`` is not the last user message (a summary replaced it, or someone
+    wrote another), or a tool ran since (its call and result stay, so the
+    continuation becomes a message of its own).
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, dict) and m.get("role") == "user":
+            if m.get("content") != old:
+                return None
+            later = messages[i + 1:]
+            if any(isinstance(x, dict) and (x.get("role") == "tool" or x.get("tool_calls")) for x in later):
+                return None
+            kept = [x for x in later if not (isinstance(x, dict) and x.get("role") == "assistant")]
+            return [*messages[:i], {**m, "content": text}, *kept]
+    return None
+
+
+
+def _answer_unwritten(messages: Sequence[Any], message: str) -> bool:
+    """Whether ``message`` is still the last message of the conversation (nothing answered it yet)."""
+    for m in reversed(messages):
+        if isinstance(m, dict):  # a provider-specific message (a thought) is not an answer
+            return bool(m.get("role") == "user" and m.get("content") == message)
+    return False

@@ -6,7 +6,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, InvalidAudioError
+from ..audio.convert import AudioConverter
+from ..errors import ConfigurationError, RxVoiceError
 from ..frames import DOWN, InputAudioRawFrame
 from ..pipeline.deadline import Deadlines
 from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
@@ -31,7 +32,10 @@ class VADConfig:
     Args:
         analyzer: A VAD analyzer (:class:`rxvoice.audio.vad.SileroVADAnalyzer`,
             :class:`rxvoice.audio.vad.WebRTCVADAnalyzer`). One analyzer keeps
-            one stream's state: give each pair its own.
+            one stream's state: give each pair its own. Audio at another
+            rate or in stereo is converted as the VAD operator converts it
+            (resampled, averaged to mono); an analyzer of your own without a
+            ``sample_rate`` gets the frames' bytes unchanged.
         audio_idle_timeout: With the user speaking and no audio arriving at
             all for this long, take the speech to have stopped (a microphone
             muted mid-utterance). ``0`` turns the watch off.
@@ -73,11 +77,16 @@ class _InlineVAD:
         self.port = shell.port
         self.state = VADControllerState()
         self.idle: Deadlines[str] = Deadlines(shell.port, self._audio_idle)
+        # The VAD operator's conversion (any rate, any channel count); an analyzer that states no sample rate
+        # (a duck-typed one of the app's) gets the frames' bytes as they are.
+        rate = getattr(self.analyzer, "sample_rate", None)
+        self.converter = AudioConverter(self.analyzer) if isinstance(rate, int) and not isinstance(rate, bool) else None
 
     def analyze(self, frame: InputAudioRawFrame) -> None:
         try:
-            analyzer_state = self.analyzer.analyze_audio(frame.audio)
-        except InvalidAudioError as exc:
+            converter = self.converter
+            analyzer_state = self.analyzer.analyze_audio(frame.audio if converter is None else converter.convert(frame))
+        except RxVoiceError as exc:
             self.port.report_error(exc, frame)
             return
         now = self.port.time()

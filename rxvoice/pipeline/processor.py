@@ -49,8 +49,14 @@ class FrameHandler(Protocol):
         port) instead of the shell doing it around each call.
         """
 
-    def on_input_end(self, direction: Direction) -> None:
-        """The input travelling ``direction`` completed (no more frames that way)."""
+    def on_input_end(self, direction: Direction) -> float | None:
+        """The input travelling ``direction`` completed (no more frames that way).
+
+        Downstream, a handler with work already asked for (a reply being
+        streamed) may return seconds to hold the completion: its output
+        completes when it calls ``port.finish_input()``, or after that many
+        seconds at most. ``None`` completes the output at once.
+        """
 
     def close(self) -> None:
         """The session is being disposed: release what the handler holds."""
@@ -135,6 +141,10 @@ class Port:
         timer.handle = self.session.call_later(seconds, timer.fire)
         return timer
 
+    def finish_input(self) -> None:
+        """The work that held this stage's end of input is done: its output completes now."""
+        self._link.release_end()
+
     def time(self) -> float:
         """The session's clock in seconds."""
         return self.session.time()
@@ -170,6 +180,7 @@ class _PortTimer(abc.DisposableBase):
 
     def fire(self) -> None:  # already inside the session's gate (Session.call_later)
         port = self._port
+        self.handle = None  # fired: the handle (and the cycle through it) goes
         port._timers.discard(self)
         if not port.closed:
             port._link.call(self._fn)
@@ -211,6 +222,7 @@ class _Link:
         self._lock = threading.RLock()
         self._owns_session = False
         self._done: dict[Direction, bool] = {DOWN: False, UP: False}
+        self._holding = False
         self._on_frame: Callable[[Frame, Direction], None] = _ignore
         self.handler: FrameHandler | None = None
         self.port: Port | None = None
@@ -378,17 +390,32 @@ class _Link:
         if self._done[direction]:
             return
         self._done[direction] = True
+        hold: object = None
         if self.handler is not None:
             try:
-                self.handler.on_input_end(direction)
+                hold = self.handler.on_input_end(direction)
             except Exception as exc:
                 log.exception("%s failed at end of input; contained", self.processor.name)
                 if self.port is not None:
                     self.port.report_error(exc)
-        if direction is DOWN:
-            for d in (DOWN, UP):
-                for sink in list(self._sinks[d]):
-                    sink.on_completed()
+        if direction is not DOWN:
+            return
+        if isinstance(hold, int | float) and not isinstance(hold, bool) and hold > 0 and self.port is not None:
+            self._holding = True  # work already asked for finishes first (bounded)
+            self.port.call_later(float(hold), self.release_end)
+            return
+        self._complete()
+
+    def release_end(self) -> None:
+        """A held end of input goes on: the outputs complete (once)."""
+        if self._holding:
+            self._holding = False
+            self._complete()
+
+    def _complete(self) -> None:
+        for d in (DOWN, UP):
+            for sink in list(self._sinks[d]):
+                sink.on_completed()
 
     def _input_error(self, direction: Direction, error: Exception) -> None:
         for sink in list(self._sinks[direction]):

@@ -64,7 +64,7 @@ class _GatedAction:
 
     def __init__(self, session: Session, action: typing.ScheduledAction[Any]) -> None:
         self._session = session
-        self._action = action
+        self._action: typing.ScheduledAction[Any] | None = action
         self._cancelled = False
         self.inner: abc.DisposableBase | None = None
 
@@ -73,13 +73,17 @@ class _GatedAction:
             self._session.run(self._run, state)
 
     def _run(self, state: Any) -> None:
-        if not self._cancelled and not self._session.disposed:
-            self._action(self._session, state)
+        # Fired once: let go of the action and the scheduler's item, so no cycle (this <-> the item's
+        # callback) outlives the timer and the garbage collector has nothing of it to trace.
+        action, self._action, self.inner = self._action, None, None
+        if action is not None and not self._cancelled and not self._session.disposed:
+            action(self._session, state)
 
     def cancel(self) -> None:
         self._cancelled = True
-        if self.inner is not None:
-            self.inner.dispose()
+        inner, self.inner, self._action = self.inner, None, None
+        if inner is not None:
+            inner.dispose()
 
 
 class Session(Scheduler):

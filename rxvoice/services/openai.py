@@ -280,6 +280,7 @@ class _LLMSession:
         self.stream: _Stream | None = None
         self.calls: dict[str, _Call] = {}
         self.held: deque[Frame] = deque()
+        self.input_ended = False
         self.summaries: dict[str, tuple[Job, abc.DisposableBase]] = {}
         self.jobs: set[Job] = set()
         self.jobs_lock = threading.RLock()
@@ -306,7 +307,10 @@ class _LLMSession:
         else:
             self.port.push(frame, direction)
 
-    def on_input_end(self, direction: Direction) -> None:
+    def on_input_end(self, direction: Direction) -> float | None:
+        if direction is DOWN and self.stream is not None:
+            self.input_ended = True  # the answer in flight finishes first (its own timeout bounds it)
+            return (self.llm.timeout or 30.0) + 1.0
         return None
 
     def close(self) -> None:
@@ -533,6 +537,9 @@ class _LLMSession:
         push = self.port.push_down
         while held and self.stream is None:
             push(held.popleft())
+        if self.stream is None and self.input_ended:
+            self.input_ended = False
+            self.port.finish_input()
 
     def _interrupt(self, frame: Frame) -> None:
         self._drop_stream()

@@ -92,6 +92,10 @@ class Run:
     direction: Direction
 
 
+END_GRACE = 30.0
+"""Seconds an end (an ``EndFrame``, or the input completing) waits at most for the reply already asked for."""
+
+
 class ScriptedLLM(Processor):
     """A model stage answering from a script (a list of replies, or a function of the conversation).
 
@@ -161,6 +165,8 @@ class _LLMSession:
         self.summaries: dict[int, abc.DisposableBase] = {}
         self.next_key = 0
         self.calls: dict[str, ToolCall] = {}
+        self.ending: Frame | None = None
+        self.input_ended = False
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
         t = type(frame)
@@ -170,12 +176,32 @@ class _LLMSession:
         if t is LLMContextSummaryRequestFrame and self.llm.summary is not None:
             self.summarize(frame)  # type: ignore[arg-type]
             return
+        if t is EndFrame and self.pending:
+            self.ending = frame  # an end lets the reply already asked for finish, then goes on
+            return
         if t is InterruptionFrame or t is CancelFrame or t is EndFrame:
             self.cut_off(t is InterruptionFrame)
+            if t is CancelFrame:
+                self.ending = None  # a cancel ends now: the held end is superseded
         self.port.push(frame, direction)
+        if (self.ending is not None or self.input_ended) and not self.pending:
+            self._idle()
 
-    def on_input_end(self, direction: Direction) -> None:
+    def on_input_end(self, direction: Direction) -> float | None:
+        if direction is DOWN and self.pending:
+            self.input_ended = True
+            return END_GRACE  # the output completes once the reply is out (bounded)
         return None
+
+    def _idle(self) -> None:
+        """Nothing is pending any more: a held end goes on."""
+        ending, self.ending = self.ending, None
+        if ending is not None:
+            self.cut_off(False)
+            self.port.push(ending, DOWN)
+        if self.input_ended:
+            self.input_ended = False
+            self.port.finish_input()
 
     def close(self) -> None:
         self.cut_off(False)
@@ -247,6 +273,8 @@ class _LLMSession:
             if finished is not None:
                 self.calls.pop(finished, None)
             self.port.push(frame, direction)
+            if not self.pending and (self.ending is not None or self.input_ended):
+                self._idle()
 
         self.pending[key] = self.port.call_later(delay, emit)
 

@@ -27,6 +27,7 @@ from .completion import (
 )
 from .config import (
     DEFAULT_INTERRUPTED_PROMPT,
+    RECOVERY_WINDOW,
     EmptyUserTurnConfig,
     ExternalStrategies,
     TurnsConfig,
@@ -59,6 +60,7 @@ from .strategy import StartStrategy, StopStrategy, Strategy
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
+    "RECOVERY_WINDOW",
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
     "AnalyzerSession",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..frames import MAX_SECONDS
 from .mute import MuteStrategy
 from .start import ExternalStart, TranscriptionStart, VADStart
 from .stop import ExternalStop, SpeechTimeoutStop
@@ -15,6 +16,7 @@ from .strategy import StartStrategy, StopStrategy, Strategy
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
+    "RECOVERY_WINDOW",
     "EmptyUserTurnConfig",
     "ExternalStrategies",
     "TurnsConfig",
@@ -22,6 +24,9 @@ __all__ = [
     "default_start_strategies",
     "default_stop_strategies",
 ]
+
+RECOVERY_WINDOW = 1.0
+"""Seconds after a turn's end during which resumed speech (the bot still silent) reopens it."""
 
 
 def default_start_strategies() -> tuple[StartStrategy[Any], ...]:
@@ -110,6 +115,8 @@ def _seconds(name: str, value: float | None, *, allow_zero: bool = True) -> None
         raise ConfigurationError(f"{name} must be a finite number of seconds, got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigurationError(f"{name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
+    if value > MAX_SECONDS:
+        raise ConfigurationError(f"{name} must be at most {MAX_SECONDS:g} seconds (one day), got {value!r}")
 
 
 def _chain(name: str, value: object) -> None:
@@ -140,6 +147,12 @@ class TurnsConfig:
             a turn was answered, with no speech heard since, belongs to that
             turn (a slow STT): it is kept for the next turn rather than
             answered on its own.
+        recovery_window: A turn that starts within this many seconds of the
+            last one's end, before the bot has started speaking, continues it
+            (a false end recovered: the unheard reply is interrupted, the
+            words join the same user message, the whole turn is answered
+            once; ``on_user_turn_recovered`` reports it). ``0`` turns
+            recovery off.
     """
 
     start: Sequence[StartStrategy[Any]] | None = None
@@ -151,6 +164,7 @@ class TurnsConfig:
     mute: Sequence[MuteStrategy[Any]] = ()
     empty_turn: EmptyUserTurnConfig | None = field(default_factory=EmptyUserTurnConfig)
     late_transcript_window: float = 1.0
+    recovery_window: float = RECOVERY_WINDOW
 
     def __post_init__(self) -> None:
         if self.strategies is not None and (self.start is not None or self.stop is not None):
@@ -163,6 +177,7 @@ class TurnsConfig:
         _seconds("stop_timeout", self.stop_timeout, allow_zero=False)
         _seconds("idle_timeout", self.idle_timeout)
         _seconds("late_transcript_window", self.late_transcript_window)
+        _seconds("recovery_window", self.recovery_window)
         if self.on_idle is not None and not callable(self.on_idle):
             raise ConfigurationError("on_idle must be callable")
         for m in self.mute:

@@ -26,6 +26,12 @@ is the life of a turn; each step is a rule of its own:
    seconds without activity, never while the user speaks.
 5. **the idle watch** (:mod:`rxvoice.turns.idle`) notices a user who stays
    silent after the bot stopped speaking.
+6. **recovery from a false end** (:meth:`TurnMachine._recover`): a turn
+   that starts within ``recovery_window`` seconds of the last one's end,
+   before the bot has started speaking, reopens that turn. The reply in
+   progress is interrupted (nothing of it was heard), the continuation joins
+   the same user message, and the whole turn is answered once. Once the bot
+   has spoken, resumed speech is an ordinary new turn (a barge-in).
 
 Decisions have no clock, scheduler, thread or I/O: time comes in as an
 argument, and what a decision does is a call on a narrow :class:`TurnPort`
@@ -89,7 +95,7 @@ from .idle import IDLE_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteStrategy, mute_types
 from .recommend import recommended_controller
-from .reports import UserTurnStopped, iso8601
+from .reports import UserTurnRecovered, UserTurnStopped, iso8601
 from .strategy import (
     Analyze,
     Arm,
@@ -217,6 +223,13 @@ class Words(Protocol):
     def ended(self, now: float) -> None:
         """The session ends: nothing said may stay unwritten."""
 
+    def resume(self, now: float) -> str | None:
+        """The last turn ended too soon and reopens: its words take the continuation in.
+
+        Returns the words it ended with (``None``: nothing to reopen; the new
+        turn is an ordinary one).
+        """
+
 
 class PassWords:
     """Words for a stage that keeps none: transcripts go on downstream; it only notes that words came."""
@@ -257,6 +270,9 @@ class PassWords:
     def ended(self, now: float) -> None:
         return None
 
+    def resume(self, now: float) -> str | None:
+        return None  # no words kept here: the stage that keeps them recovers the turn
+
 
 # -- configuration, built once ---------------------------------------------------------------------
 
@@ -277,6 +293,7 @@ class TurnMachine:
         self.mute: tuple[MuteStrategy[Any], ...] = (*mute, *turns.mute)
         self.mute_types = mute_types(self.mute)
         self.late_window = turns.late_transcript_window
+        self.recovery_window = turns.recovery_window
         self.recommendable = not turns.pinned
         handled = set(self.controller.handled_types) | self.mute_types | IDLE_TYPES | {
             BotStartedSpeakingFrame, BotStoppedSpeakingFrame, InterruptionFrame, STTMetadataFrame,
@@ -348,6 +365,7 @@ class TurnMachine:
         s.port.disarm_all()
         s.watchdog_armed = False
         s.started_at = None
+        s.recoverable_until = _NEVER
         s.ended = True
         s.open = False
 
@@ -449,6 +467,7 @@ class TurnMachine:
             s.vad_seen = True
         elif t is BotStartedSpeakingFrame:
             s.bot_speaking = True
+            s.recoverable_until = _NEVER  # the bot has spoken: resumed speech is a new turn
         elif t is BotStoppedSpeakingFrame:
             s.bot_speaking = False
         elif t is InterruptionFrame:
@@ -580,14 +599,16 @@ class TurnMachine:
         if speaking is None:
             speaking = getattr(strategy, "enable_user_speaking_frames", True)
         s.started_at = now
-        s.words.started(now)
+        recovered = now <= s.recoverable_until and self._recover(s, now)
+        if not recovered:
+            s.words.started(now)
         s.interrupted_bot = bool(interruptions) and s.bot_speaking
         port = s.port
         if speaking:
             port.emit(_STARTED, DOWN)
             port.emit(_STARTED, UP)
         self._idle(s, _STARTED, answered=False)
-        if interruptions:
+        if interruptions or recovered:  # a recovery always cancels the reply nobody has heard
             interruption = InterruptionFrame()
             port.emit(interruption, DOWN)
             port.emit(interruption, UP)
@@ -616,6 +637,8 @@ class TurnMachine:
         had_words, answered = words.finished(now, s)
         self._idle(s, _STOPPED, answered=answered)
         s.answered_at = now if had_words else None
+        s.ended_at = now
+        s.recoverable_until = now + self.recovery_window if had_words and self.recovery_window > 0 else _NEVER
         s.started_at = None
         s.speech_since = False
         s.interrupted_bot = False
@@ -665,6 +688,21 @@ class TurnMachine:
                     s.port.event("on_user_turn_idle")
                 if self.turns.on_idle is not None:
                     s.port.callback(self.turns.on_idle)
+
+    # 6. recovery from a false end
+
+    def _recover(self, s: TurnState, now: float) -> bool:
+        """The turn just started continues the one that ended at ``s.ended_at``. Returns whether it does."""
+        s.recoverable_until = _NEVER
+        content = s.words.resume(now)
+        if content is None:
+            return False
+        port = s.port
+        if port.listens("on_user_turn_recovered"):
+            _, _, began = s.words.content()
+            port.event("on_user_turn_recovered", UserTurnRecovered(
+                content, now - s.ended_at, iso8601(began if began is not None else s.ended_at)))
+        return True
 
     # -- timers and results ---------------------------------------------------------------------
 
@@ -716,6 +754,7 @@ class TurnMachine:
             s.settle(now)
 
 
+_NEVER = -math.inf
 _NO_ROUTE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 _TURN_FRAMES: frozenset[type[Frame]] = frozenset({UserStartedSpeakingFrame, UserStoppedSpeakingFrame})
 """Announced turns from elsewhere: when a strategy adopts them, the idle watch follows the adopted turn."""
@@ -727,14 +766,15 @@ class TurnState:
     Attributes a reader may want: ``open`` (a turn is open), ``speaking``
     (the user is speaking, as far as the strategies know), ``muted``,
     ``bot_speaking``, ``interrupted_bot`` (the open turn cut the bot off),
-    ``answered_at`` (when the last turn with words ended), ``idle``
+    ``answered_at`` (when the last turn with words ended), ``recoverable_until``
+    (until when resumed speech reopens that turn), ``idle``
     (:class:`~rxvoice.turns.IdleState`), ``states`` (each strategy's).
     """
 
     __slots__ = (
-        "answered_at", "bot_speaking", "controller", "deciding", "ended", "idle", "interrupted_bot", "last_activity",
-        "later", "machine", "mute_announced", "mute_states", "muted", "open", "port", "speaking", "speech_since",
-        "started_at", "states", "vad_seen", "watchdog_armed", "words",
+        "answered_at", "bot_speaking", "controller", "deciding", "ended", "ended_at", "idle", "interrupted_bot",
+        "last_activity", "later", "machine", "mute_announced", "mute_states", "muted", "open", "port",
+        "recoverable_until", "speaking", "speech_since", "started_at", "states", "vad_seen", "watchdog_armed", "words",
     )
 
     def __init__(self, machine: TurnMachine, port: TurnPort, words: Words) -> None:
@@ -752,6 +792,8 @@ class TurnState:
         self.mute_announced = not self.muted
         self.idle = IdleState(timeout=float(machine.turns.idle_timeout or 0.0))
         self.answered_at: float | None = None
+        self.ended_at = 0.0
+        self.recoverable_until = _NEVER
         self.started_at: float | None = None
         self.speech_since = False
         self.vad_seen = False

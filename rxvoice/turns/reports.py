@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["UserTurnStopped", "iso8601"]
+__all__ = ["UserTurnRecovered", "UserTurnStopped", "iso8601"]
 
 
 @lru_cache(maxsize=64)
@@ -30,3 +30,17 @@ class UserTurnStopped:
     content: str
     timestamp: str
     user_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UserTurnRecovered:
+    """A turn that ended too soon, reopened: the user spoke again before the bot said anything.
+
+    ``content`` is what the turn ended with (the continuation will join it);
+    ``after`` is how many seconds after the false end the user resumed;
+    ``timestamp`` is when the reopened turn first began.
+    """
+
+    content: str
+    after: float
+    timestamp: str

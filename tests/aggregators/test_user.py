@@ -159,11 +159,11 @@ def test_early_inference_writes_before_the_judge_finalizes() -> None:
 
 
 def test_session_end_commits_and_reports_the_turn() -> None:
-    """An EndFrame mid-turn writes what was said and reports the turn with no deciding strategy."""
+    """An EndFrame mid-turn writes what was said (before the end goes on) and reports the turn with no strategy."""
     pair = Pair(turns=TurnsConfig(start=[VADStart()], stop=[ExternalCompletionStop()]))
     rec = run(pair, "v-h-E")
     assert contents(pair) == [("user", "hello there")]
-    assert rec.down_types()[-2:] == ["EndFrame", "LLMContextFrame"]
+    assert rec.down_types()[-2:] == ["LLMContextFrame", "EndFrame"]  # written, asked about, then the end
     added = rec.events_named("on_user_turn_message_added")
     assert isinstance(added[0][1], UserTurnMessageAdded) and added[0][1].content == "hello there"
     stopped = rec.events_named("on_user_turn_stopped")

@@ -191,6 +191,37 @@ def test_silero_on_the_recording_at_48k_8k_and_stereo(booking: np.ndarray) -> No
         assert all(abs(a - b) <= 40 for (a, _), (b, _) in zip(results[name], reference, strict=True)), name
 
 
+def test_the_vad_inside_the_pair_converts_the_audio_like_the_operator(booking: np.ndarray) -> None:
+    """``Pair(vad=VADConfig(...))`` at 48 kHz, 8 kHz and in stereo: the 16 kHz mono start and stop, within 40 ms."""
+    from rxvoice.aggregators import Pair, VADConfig
+
+    def timeline(samples: np.ndarray, rate: int, channels: int = 1) -> list[tuple[float, Any]]:
+        n = rate // 50
+        return [(round((i + n) / rate, 6),
+                 F.InputAudioRawFrame(samples[i * channels:(i + n) * channels].astype("<i2").tobytes(),
+                                      sample_rate=rate, num_channels=channels))
+                for i in range(0, len(samples) // channels - n + 1, n)]
+
+    clip = booking[: 16000 * 7 // 2]
+    as_float = clip.astype(np.float32) / 32768
+    variants = {
+        "16k": timeline(clip, 16000),
+        "48k": timeline(np.round(resample(as_float, 16000, 48000) * 32767).astype("<i2"), 48000),
+        "8k": timeline(np.round(resample(as_float, 16000, 8000) * 32767).astype("<i2"), 8000),
+        "stereo": timeline(np.repeat(clip, 2), 16000, 2),
+    }
+    results = {}
+    for name, frames in variants.items():
+        pair = Pair(vad=VADConfig(SileroVADAnalyzer()))
+        results[name] = vad_frames(FrameMarbles().run(pair.user(), down=frames), "up")
+    reference = results["16k"]
+    assert [k for _, k in reference] == ["VADUserStartedSpeakingFrame", "VADUserStoppedSpeakingFrame"]
+    assert results["stereo"] == reference
+    for name in ("48k", "8k"):
+        assert [k for _, k in results[name]] == [k for _, k in reference], name
+        assert all(abs(a - b) <= 40 for (a, _), (b, _) in zip(results[name], reference, strict=True)), name
+
+
 @pytest.mark.parametrize(("rate", "channels"), [(16000, 1), (48000, 2)])
 def test_unusable_audio_is_reported_and_skipped(rate: int, channels: int) -> None:
     """A corrupted chunk: InvalidAudioError on_error and as an ErrorFrame upstream; it passes on, the VAD goes on."""

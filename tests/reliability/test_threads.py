@@ -163,3 +163,43 @@ def test_eight_producer_threads_feed_one_session_serialized_and_lossless(crashes
         assert [f for f in audio if f.audio[0] == n] == [F.InputAudioRawFrame(bytes([n, 0]) * 160)] * 200
     assert type(out[-1]) is F.EndFrame
     assert crashes.messages() == []
+
+
+def test_disposing_while_producer_threads_drain_the_gate_never_raises(crashes: Crashes) -> None:
+    """Producers push into one session while another thread disposes it, 60 rounds: no IndexError, no thread
+    dies, nothing logged, and the producers' calls after the dispose are dropped at once."""
+    from rxvoice.pipeline.session import Session
+
+    died: list[BaseException] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        died.append(args.exc_value if args.exc_value is not None else RuntimeError("thread died"))
+
+    threading.excepthook = hook
+    try:
+        for round_ in range(60):
+            session = Session()
+
+            def work(i: int) -> None:
+                sum(range(20))  # a little work, so the gate is held while others queue
+
+            def produce(session: Session = session, work: Callable[[int], None] = work) -> None:
+                for i in range(400):
+                    session.run(work, i)
+
+            producers = [threading.Thread(target=produce) for _ in range(4)]
+            for t in producers:
+                t.start()
+            time.sleep(0.0005 * (round_ % 5))
+            session.dispose()
+            for t in producers:
+                t.join(5)
+            assert not any(t.is_alive() for t in producers)
+            ran: list[int] = []
+            session.run(ran.append, 1)
+            assert ran == [] and not session._queue, f"round {round_}: a call ran or queued after dispose()"
+    finally:
+        threading.excepthook = previous
+    assert died == []
+    assert crashes.records == []

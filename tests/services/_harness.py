@@ -62,14 +62,24 @@ class Harness:
         self._up: Subject[Frame] = Subject()
         self.session = Session(scheduler or loop_scheduler(asyncio.get_running_loop()))
         down_out, up_out = as_stage(stage).duplex(self._down, self._up)
+        self.completed = False
+        """Whether the downstream output completed."""
         self._subs = [
-            down_out.subscribe(lambda f: self._record(DOWN, f), scheduler=self.session),
+            down_out.subscribe(lambda f: self._record(DOWN, f), on_completed=self._complete, scheduler=self.session),
             up_out.subscribe(lambda f: self._record(UP, f), scheduler=self.session),
         ]
 
     def _record(self, direction: Direction, frame: Frame) -> None:
         self.seen.append((direction, frame))
         self._changed.set()
+
+    def _complete(self) -> None:
+        self.completed = True
+        self._changed.set()
+
+    def end_input(self) -> None:
+        """Complete the input downstream (a finite source that has nothing more to send)."""
+        self.session.run(lambda _none: self._down.on_completed(), None)
 
     def notify(self, *_: object) -> None:
         """Wake ``until`` (for event handlers: state changed without a frame leaving)."""

@@ -783,3 +783,21 @@ def test_a_function_that_returns_something_not_json_answers_its_call_with_an_err
             await llm.aclose()
 
     run(main)
+
+
+def test_an_input_that_completes_while_the_answer_streams_waits_for_it() -> None:
+    """The source ends right after asking: the output completes after the answer, which is written whole."""
+
+    async def main() -> None:
+        server = await LoopbackChatServer([StreamReply(text_chunks("It is sunny in Paris."))]).start()
+        pair = Pair(LLMContext([SYSTEM]))
+        llm = OpenAILLM("loop-model", base_url=server.base_url, api_key="sk-test")
+        h = Harness(pipeline(pair.user(), llm, pair.assistant()))
+        h.send(ask("What's the weather in Paris?"))
+        h.end_input()
+        await h.until(lambda h: h.completed)
+        assert pair.context().messages[-1] == {"role": "assistant", "content": "It is sunny in Paris."}
+        assert h.down_types()[-1] == "LLMFullResponseEndFrame"
+        await finish(h, server, llm)
+
+    run(main)

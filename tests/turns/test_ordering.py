@@ -168,13 +168,19 @@ def test_vad_stop_and_verdict(order: str) -> None:
 @BOTH
 def test_vad_stop_and_speech_timeout(order: str) -> None:
     """The speech timeout elapses after VE: the turn ends. New speech before it elapses: the turn goes on and
-    ends 0.6 s after the later VE, with both phrases."""
-    pair = Pair()
+    ends 0.6 s after the later VE, with both phrases. (After the end, speech 0.2 s later reopens the turn, since
+    no answer was heard: ``test_recovery``; with recovery off it is a turn of its own.)"""
     down = "v-H-s-------v-W-s" if order == "first" else "v-H-s--v-W-s"
-    rec = run(pair, down, legend={"W": F.TranscriptionFrame("world.")})
     if order == "first":
+        pair = Pair(turns=TurnsConfig(recovery_window=0))
+        run(pair, down, legend={"W": F.TranscriptionFrame("world.")})
         assert users(pair) == ["Hello", "world."]
+        pair = Pair()
+        rec = run(pair, down, legend={"W": F.TranscriptionFrame("world.")})
+        assert users(pair) == ["Hello world."] and len(rec.events_named("on_user_turn_recovered")) == 1
     else:
+        pair = Pair()
+        rec = run(pair, down, legend={"W": F.TranscriptionFrame("world.")})
         assert users(pair) == ["Hello world."] and ctx_times(rec) == [1100 + 600]
 
 

@@ -104,7 +104,7 @@ def test_processor_swallows_only_the_proposals_it_resolves() -> None:
 
 def test_processor_late_tail_opens_no_turn() -> None:
     """A transcript just after an answered turn opens no turn in the processor; the aggregator keeps it for the
-    next turn."""
+    next turn (its start 1.9 s after the end is past the recovery window: a turn of its own)."""
     pair = external_pair()
     legend = {"t": F.TranscriptionFrame("and tomorrow"), "z": F.TranscriptionFrame("ok")}
     rec = both(UserTurnProcessor(), pair, "v-h-s-------t------------v-z-s", legend=legend)

@@ -191,3 +191,25 @@ def test_timers_run_on_the_scheduler_given() -> None:
     processor = UserTurnProcessor(scheduler=own)
     rec = FrameMarbles(marbles().legend, scheduler=own).run(processor, down="v-h-s", watch=[processor])
     assert event_times(rec, "on_user_turn_stopped") == [1000]
+
+
+def test_idle_never_fires_while_a_slow_model_has_not_answered() -> None:
+    """First token 2 s after the turn, idle 1 s: nothing fires before the bot has said a word; 1 s after it stops."""
+    pair = Pair(turns=TurnsConfig(idle_timeout=1.0))
+    llm = ScriptedLLM(["Hi there."], first_token_delay=2.0)
+    # The turn ends at 1.0 s; the reply starts at 3.0 s; the bot speaks 3.2-4.0 s.
+    rec = marbles().run(pipeline(pair.user(), llm, pair.assistant()), down="v-h-s",
+                        up="-" * 32 + "B-------b", watch=[pair.user()], until=20)
+    [stopped] = event_times(rec, "on_user_turn_stopped")
+    assert stopped == 1000
+    assert event_times(rec, IDLE) == [4000 + 1000]
+
+
+def test_an_idle_timeout_update_between_the_turn_and_the_reply_does_not_arm_the_watch() -> None:
+    """The update lands while the answer is pending: it sets the duration, and the watch still waits for the bot."""
+    pair = Pair(turns=TurnsConfig(idle_timeout=1.0))
+    llm = ScriptedLLM(["Hi there."], first_token_delay=2.0)
+    legend = {"x": F.UserIdleTimeoutUpdateFrame(0.5)}
+    rec = marbles(legend).run(pipeline(pair.user(), llm, pair.assistant()), down="v-h-s-------x",
+                              up="-" * 32 + "B-------b", watch=[pair.user()], until=20)
+    assert event_times(rec, IDLE) == [4000 + 500]
