@@ -66,7 +66,6 @@ class FullResponse(EventfulProcessor):
         return "FullResponse()"
 
     def open(self, port: Port) -> _FullResponseSession:
-        self.events.set_clock(port.time)
         return _FullResponseSession(self, port)
 
 
@@ -77,7 +76,7 @@ class _FullResponseSession:
     __slots__ = ("_events", "_link", "_parts", "_started")
 
     def __init__(self, owner: FullResponse, port: Port) -> None:
-        self._events = owner.events
+        self._events = port.events = owner.events.session(port.time)  # this session's clock, not the stage's
         self._link = port.link
         self._parts: list[str] = []
         self._started = False
@@ -109,3 +108,4 @@ class _FullResponseSession:
 
     def close(self) -> None:
         self._parts = []
+        self._events.close()

@@ -223,7 +223,7 @@ class OpenAILLM(EventfulProcessor):
         return f"group_rx{next(self._ids)}"
 
     def open(self, port: Port) -> _LLMSession:
-        self.events.set_clock(port.time)
+        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _LLMSession(self, port)
 
 
@@ -315,6 +315,8 @@ class _LLMSession:
 
     def close(self) -> None:
         self.closed = True
+        if self.port.events is not None:
+            self.port.events.close()
         with self.jobs_lock:
             jobs = list(self.jobs)
         for job in jobs:
@@ -487,8 +489,8 @@ class _LLMSession:
         decoder = stream.decoder
         if decoder.finish_reason not in (None, "stop", "tool_calls", "function_call"):
             log.info("%s: the answer ended with finish_reason=%r", self.llm.name, decoder.finish_reason)
-        if decoder.usage is not None:
-            self.llm.events.emit("on_usage", decoder.usage)
+        if decoder.usage is not None and self.port.events is not None:
+            self.port.events.emit("on_usage", decoder.usage)
         if decoder.has_tool_calls:
             self._start_calls(decoder.tool_calls(self.llm.new_call_id))
         self._release_held()

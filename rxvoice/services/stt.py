@@ -244,7 +244,7 @@ class STTService(EventfulProcessor):
         """A recognizer for one session (called on a worker: it may load a model)."""
 
     def open(self, port: Port) -> _STTSession:
-        self.events.set_clock(port.time)
+        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _STTSession(self, port)
 
 
@@ -329,6 +329,8 @@ class _STTSession:
 
     def close(self) -> None:
         self.closed = True
+        if self.port.events is not None:
+            self.port.events.close()
         self.work.clear()
         if self.inflight is not None:
             self.inflight.cancel()
@@ -513,7 +515,8 @@ class _STTSession:
                 result=span, finalized=True,
             )
             self.port.push_down(frame)
-            stt.events.emit("on_transcription", frame)
+            if self.port.events is not None:
+                self.port.events.emit("on_transcription", frame)
         elif text and text != self.last_interim and (self.utterance or self.work):
             self.last_interim = text
             self.port.push_down(InterimTranscriptionFrame(

@@ -195,7 +195,7 @@ class TTSService(EventfulProcessor):
         """Speak ``text`` (runs on ``offload``; may block)."""
 
     def open(self, port: Port) -> _TTSSession:
-        self.events.set_clock(port.time)
+        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _TTSSession(self, port)
 
 
@@ -272,6 +272,8 @@ class _TTSSession:
     def close(self) -> None:
         self.closed = True
         self._stop_all()
+        if self.port.events is not None:
+            self.port.events.close()
 
     # -- text ---------------------------------------------------------------------------
 
@@ -383,7 +385,8 @@ class _TTSSession:
             port.push_up(started)
         self.playing = unit
         unit.started = port.time()
-        self.tts.events.emit("on_speech_started", unit.text)
+        if port.events is not None:
+            port.events.emit("on_speech_started", unit.text)
         self._tick()
 
     def _tick(self) -> None:
@@ -432,7 +435,8 @@ class _TTSSession:
             stopped = BotStoppedSpeakingFrame()
             port.push_down(stopped)
             port.push_up(stopped)
-            self.tts.events.emit("on_speech_stopped", interrupted)
+            if port.events is not None:
+                port.events.emit("on_speech_stopped", interrupted)
 
     def _drop_units(self) -> None:
         if self.playing is not None and self.playing.timer is not None:
