@@ -6,7 +6,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..audio.convert import AudioConverter
 from ..errors import ConfigurationError, RxVoiceError
 from ..frames import DOWN, InputAudioRawFrame
 from ..pipeline.deadline import Deadlines
@@ -34,8 +33,9 @@ class VADConfig:
             :class:`rxvoice.audio.vad.WebRTCVADAnalyzer`). One analyzer keeps
             one stream's state: give each pair its own. Audio at another
             rate or in stereo is converted as the VAD operator converts it
-            (resampled, averaged to mono); an analyzer of your own without a
-            ``sample_rate`` gets the frames' bytes unchanged.
+            (resampled, averaged to mono), through the analyzer's
+            ``converter()``; an analyzer of your own without one gets the
+            frames' bytes unchanged.
         audio_idle_timeout: With the user speaking and no audio arriving at
             all for this long, take the speech to have stopped (a microphone
             muted mid-utterance). ``0`` turns the watch off.
@@ -77,10 +77,10 @@ class _InlineVAD:
         self.port = shell.port
         self.state = VADControllerState()
         self.idle: Deadlines[str] = Deadlines(shell.port, self._audio_idle)
-        # The VAD operator's conversion (any rate, any channel count); an analyzer that states no sample rate
-        # (a duck-typed one of the app's) gets the frames' bytes as they are.
-        rate = getattr(self.analyzer, "sample_rate", None)
-        self.converter = AudioConverter(self.analyzer) if isinstance(rate, int) and not isinstance(rate, bool) else None
+        # The VAD operator's conversion (any rate, any channel count), which every rxvoice analyzer offers; an
+        # analyzer of the app's without one gets the frames' bytes as they are.
+        make = getattr(self.analyzer, "converter", None)
+        self.converter: Any = make() if callable(make) else None
 
     def analyze(self, frame: InputAudioRawFrame) -> None:
         try:

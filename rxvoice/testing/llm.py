@@ -185,7 +185,7 @@ class _LLMSession:
                 self.ending = None  # a cancel ends now: the held end is superseded
         self.port.push(frame, direction)
         if (self.ending is not None or self.input_ended) and not self.pending:
-            self._idle()
+            self._release_end()
 
     def on_input_end(self, direction: Direction) -> float | None:
         if direction is DOWN and self.pending:
@@ -193,7 +193,7 @@ class _LLMSession:
             return END_GRACE  # the output completes once the reply is out (bounded)
         return None
 
-    def _idle(self) -> None:
+    def _release_end(self) -> None:
         """Nothing is pending any more: a held end goes on."""
         ending, self.ending = self.ending, None
         if ending is not None:
@@ -274,7 +274,7 @@ class _LLMSession:
                 self.calls.pop(finished, None)
             self.port.push(frame, direction)
             if not self.pending and (self.ending is not None or self.input_ended):
-                self._idle()
+                self._release_end()
 
         self.pending[key] = self.port.call_later(delay, emit)
 

@@ -30,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from ...errors import ConfigurationError, ModelError
+from ..convert import AudioConverter
 from ..pcm import AudioInput, Float32Array, pcm16_to_float32, to_float32_mono
 from .params import VADParams, VADState
 from .state_machine import VADStateMachine
@@ -180,6 +181,10 @@ class VADAnalyzer(ABC):
         self._check_open()
         self._reset_stream()
         self._reset_model()
+
+    def converter(self) -> AudioConverter:
+        """A converter that brings any frame's audio (any rate, any channels) to this analyzer; one per stream."""
+        return AudioConverter(self)
 
     def close(self) -> None:
         """Release the analyzer; it cannot be used afterwards. Idempotent."""
