@@ -37,6 +37,7 @@ from ..frames import (
     StartFrame,
     VADParamsUpdateFrame,
 )
+from ..pipeline.deadline import Deadlines
 from ..pipeline.processor import EventfulProcessor, Port
 from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 from .convert import AudioConverter
@@ -137,8 +138,7 @@ class _VADSession:
         self.settings = _settings(self.analyzer, owner)
         self.state = VADControllerState()
         self.converter = AudioConverter(self.analyzer)
-        self.idle_deadline: float | None = None
-        self.idle_handle: abc.DisposableBase | None = None
+        self.idle: Deadlines[str] = Deadlines(port, self._audio_idle)  # one lazy timer, moved by every chunk
         self.closed = False
 
     # -- frames --------------------------------------------------------------------------
@@ -228,39 +228,26 @@ class _VADSession:
             self.port.push(frame, DOWN)
             self.port.push(frame, UP)
         if decision.disarm_idle:
-            self.idle_deadline = None
+            self.idle.disarm("audio")
         if decision.arm_idle:
             self.arm_idle(now)
 
     # -- audio idle ------------------------------------------------------------------------
 
     def arm_idle(self, now: float) -> None:
-        """Move the idle deadline; schedule a check only when none is pending (cheap per chunk)."""
+        """Move the idle deadline (a float; the pending check re-sleeps for the rest: cheap per chunk)."""
         timeout = self.settings.audio_idle_timeout
-        if timeout <= 0:
-            return
-        self.idle_deadline = now + timeout
-        if self.idle_handle is None:
-            self.idle_handle = self.port.call_later(timeout, self.idle_check)
+        if timeout > 0:
+            self.idle.arm("audio", timeout, now)
 
-    def idle_check(self) -> None:
-        self.idle_handle = None
-        deadline = self.idle_deadline
-        if deadline is None or self.closed:
+    def _audio_idle(self, _key: str, now: float) -> None:
+        if self.closed:
             return
-        now = self.port.time()
-        if now < deadline - 1e-9:
-            self.idle_handle = self.port.call_later(deadline - now, self.idle_check)
-            return
-        self.idle_deadline = None
         self.state, decision = vad_audio_idle(self.state, now, self.settings)
         self.apply(decision, now)
 
     def stop(self) -> None:
-        self.idle_deadline = None
-        if self.idle_handle is not None:
-            self.idle_handle.dispose()
-            self.idle_handle = None
+        self.idle.cancel_all()
 
 
 class VADBatcher:
