@@ -50,7 +50,14 @@ from ..frames import (
 )
 from ..text.parts import concatenate
 from .context_writes import context_update, tool_choice_update, tools_update
-from .reports import AssistantThought, AssistantTurnStopped, iso8601
+from .reports import (
+    EVENT_ASSISTANT_THOUGHT,
+    EVENT_ASSISTANT_TURN_STARTED,
+    EVENT_ASSISTANT_TURN_STOPPED,
+    AssistantThought,
+    AssistantTurnStopped,
+    iso8601,
+)
 
 __all__ = [
     "ASSISTANT_EVENTS",
@@ -64,7 +71,7 @@ __all__ = [
     "strip_markers",
 ]
 
-ASSISTANT_EVENTS = ("on_assistant_turn_started", "on_assistant_turn_stopped", "on_assistant_thought")
+ASSISTANT_EVENTS = (EVENT_ASSISTANT_TURN_STARTED, EVENT_ASSISTANT_TURN_STOPPED, EVENT_ASSISTANT_THOUGHT)
 """The events of the assistant half of a pair (plus ``on_error``)."""
 
 COMPLETED = "COMPLETED"
@@ -278,8 +285,8 @@ class AssistantCore:
         if s.thought_append and s.thought_llm:
             message = LLMSpecificMessage(s.thought_llm, {"type": "thought", "text": text, "signature": signature})
             port.write(lambda c: c.add_message(message))
-        if port.listens("on_assistant_thought"):
-            port.event("on_assistant_thought", AssistantThought(text, started))
+        if port.listens(EVENT_ASSISTANT_THOUGHT):
+            port.event(EVENT_ASSISTANT_THOUGHT, AssistantThought(text, started))
         s.thought_at = None
         s.thought_append = False
         s.thought_llm = None
@@ -289,8 +296,8 @@ class AssistantCore:
     def _open(self, s: AssistantState, port: AssistantPort, now: float) -> None:
         if s.started_at is not None:
             return
-        if port.listens("on_assistant_turn_started"):
-            port.event("on_assistant_turn_started")
+        if port.listens(EVENT_ASSISTANT_TURN_STARTED):
+            port.event(EVENT_ASSISTANT_TURN_STARTED)
         s.started_at = now
 
     def _close(self, s: AssistantState, port: AssistantPort, interrupted: bool, now: float) -> None:
@@ -303,8 +310,8 @@ class AssistantCore:
             port.emit(LLMContextAssistantTimestampFrame(iso8601(now)), DOWN)
         content = strip_markers(text, frozenset(s.markers))
         started = iso8601(s.started_at)
-        if port.listens("on_assistant_turn_stopped"):
-            port.event("on_assistant_turn_stopped", AssistantTurnStopped(content, interrupted, started))
+        if port.listens(EVENT_ASSISTANT_TURN_STOPPED):
+            port.event(EVENT_ASSISTANT_TURN_STOPPED, AssistantTurnStopped(content, interrupted, started))
         if content:
             turn = LLMContextAssistantTurnFrame(content, started)
             port.emit(turn, DOWN)

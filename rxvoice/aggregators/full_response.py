@@ -15,7 +15,7 @@ from ..frames import (
     LLMTextFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
-from .reports import Completion
+from .reports import EVENT_COMPLETION, Completion
 
 __all__ = ["FullResponse"]
 
@@ -60,7 +60,7 @@ class FullResponse(EventfulProcessor):
     name = "FullResponse"
 
     def __init__(self) -> None:
-        self.events = EventRegistry(self, ("on_completion", "on_error"))
+        self.events = EventRegistry(self, (EVENT_COMPLETION, "on_error"))
 
     def __repr__(self) -> str:
         return "FullResponse()"
@@ -101,7 +101,7 @@ class _FullResponseSession:
         text = "".join(self._parts)
         self._parts = []
         self._started = False
-        self._events.emit("on_completion", Completion(text, completed))
+        self._events.emit(EVENT_COMPLETION, Completion(text, completed))
 
     def on_input_end(self, direction: Direction) -> None:
         return None

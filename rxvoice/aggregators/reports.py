@@ -6,7 +6,21 @@ from dataclasses import dataclass
 
 from ..turns.reports import UserTurnRecovered, UserTurnStopped, iso8601
 
+# The events the assistant side, the summarizer and FullResponse raise.
+EVENT_ASSISTANT_TURN_STARTED = "on_assistant_turn_started"
+EVENT_ASSISTANT_TURN_STOPPED = "on_assistant_turn_stopped"
+EVENT_ASSISTANT_THOUGHT = "on_assistant_thought"
+EVENT_REQUEST_SUMMARIZATION = "on_request_summarization"
+EVENT_SUMMARY_APPLIED = "on_summary_applied"
+EVENT_COMPLETION = "on_completion"
+
 __all__ = [
+    "EVENT_ASSISTANT_THOUGHT",
+    "EVENT_ASSISTANT_TURN_STARTED",
+    "EVENT_ASSISTANT_TURN_STOPPED",
+    "EVENT_COMPLETION",
+    "EVENT_REQUEST_SUMMARIZATION",
+    "EVENT_SUMMARY_APPLIED",
     "AssistantThought",
     "AssistantTurnStopped",
     "Completion",

@@ -54,7 +54,7 @@ from ..summarization import (
     should_summarize,
 )
 from ..workers import shared_pool
-from .reports import SummaryApplied
+from .reports import EVENT_REQUEST_SUMMARIZATION, EVENT_SUMMARY_APPLIED, SummaryApplied
 
 if TYPE_CHECKING:
     from .shell import StageShell
@@ -63,7 +63,7 @@ __all__ = ["SUMMARIZER_EVENTS", "Summarizer", "SummarizerSession"]
 
 log = logging.getLogger("rxvoice.aggregators.summarizer")
 
-SUMMARIZER_EVENTS = ("on_request_summarization", "on_summary_applied", "on_error")
+SUMMARIZER_EVENTS = (EVENT_REQUEST_SUMMARIZATION, EVENT_SUMMARY_APPLIED, "on_error")
 """The events a :class:`Summarizer` raises."""
 
 class Summarizer:
@@ -273,7 +273,7 @@ class SummarizerSession:
         )
         log.debug("summary %s requested (%s)", request_id, "on demand" if manual else "automatically")
         if llm is None:
-            self.events.emit("on_request_summarization", frame)
+            self.events.emit(EVENT_REQUEST_SUMMARIZATION, frame)
             self.port.push_up(frame)
         elif isinstance(llm, Stage):
             self._ask_stage(llm, frame)
@@ -427,7 +427,7 @@ class SummarizerSession:
             "summary applied: %d messages -> %d (%d summarized)",
             result.original_message_count, result.new_message_count, result.summarized_message_count,
         )
-        self.events.emit("on_summary_applied", SummaryApplied(
+        self.events.emit(EVENT_SUMMARY_APPLIED, SummaryApplied(
             result.original_message_count, result.new_message_count,
             result.summarized_message_count, result.preserved_message_count,
         ))

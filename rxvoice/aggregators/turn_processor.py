@@ -31,18 +31,27 @@ from ..turns.config import TurnsConfig
 from ..turns.machine import TurnMachine
 from ..turns.mute import MuteStrategy
 from ..turns.offload import Offload
+from ..turns.reports import (
+    EVENT_USER_MUTE_STARTED,
+    EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_IDLE,
+    EVENT_USER_TURN_INFERENCE_TRIGGERED,
+    EVENT_USER_TURN_STARTED,
+    EVENT_USER_TURN_STOP_TIMEOUT,
+    EVENT_USER_TURN_STOPPED,
+)
 from .shell import TurnShell, TurnStage
 
 __all__ = ["TURN_EVENTS", "UserTurnProcessor"]
 
 TURN_EVENTS = (
-    "on_user_turn_started",
-    "on_user_turn_stopped",
-    "on_user_turn_inference_triggered",
-    "on_user_turn_stop_timeout",
-    "on_user_turn_idle",
-    "on_user_mute_started",
-    "on_user_mute_stopped",
+    EVENT_USER_TURN_STARTED,
+    EVENT_USER_TURN_STOPPED,
+    EVENT_USER_TURN_INFERENCE_TRIGGERED,
+    EVENT_USER_TURN_STOP_TIMEOUT,
+    EVENT_USER_TURN_IDLE,
+    EVENT_USER_MUTE_STARTED,
+    EVENT_USER_MUTE_STOPPED,
 )
 """The processor's events: the aggregator's names, minus the message it does not write (plus ``on_error``)."""
 

@@ -41,6 +41,17 @@ from ..turns.controller import TurnController
 from ..turns.machine import TurnMachine
 from ..turns.mute import MuteStrategy
 from ..turns.offload import Offload
+from ..turns.reports import (
+    EVENT_USER_MUTE_STARTED,
+    EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_IDLE,
+    EVENT_USER_TURN_INFERENCE_TRIGGERED,
+    EVENT_USER_TURN_MESSAGE_ADDED,
+    EVENT_USER_TURN_RECOVERED,
+    EVENT_USER_TURN_STARTED,
+    EVENT_USER_TURN_STOP_TIMEOUT,
+    EVENT_USER_TURN_STOPPED,
+)
 from .context_writes import context_update, tool_choice_update, tools_update
 from .shell import TurnShell, TurnStage
 from .user_words import UserWords
@@ -51,15 +62,15 @@ __all__ = ["USER_EVENTS", "UserAggregator"]
 log = logging.getLogger("rxvoice.aggregators.user")
 
 USER_EVENTS = (
-    "on_user_turn_started",
-    "on_user_turn_stopped",
-    "on_user_turn_inference_triggered",
-    "on_user_turn_stop_timeout",
-    "on_user_turn_idle",
-    "on_user_turn_message_added",
-    "on_user_turn_recovered",
-    "on_user_mute_started",
-    "on_user_mute_stopped",
+    EVENT_USER_TURN_STARTED,
+    EVENT_USER_TURN_STOPPED,
+    EVENT_USER_TURN_INFERENCE_TRIGGERED,
+    EVENT_USER_TURN_STOP_TIMEOUT,
+    EVENT_USER_TURN_IDLE,
+    EVENT_USER_TURN_MESSAGE_ADDED,
+    EVENT_USER_TURN_RECOVERED,
+    EVENT_USER_MUTE_STARTED,
+    EVENT_USER_MUTE_STOPPED,
 )
 """The events of the user half of a pair (plus ``on_error``)."""
 

@@ -20,7 +20,7 @@ from ..frames import DOWN, Direction, Frame, InterimTranscriptionFrame, Transcri
 from ..text.parts import Part, concatenate
 from ..turns.config import EmptyUserTurnConfig
 from ..turns.machine import TurnState
-from ..turns.reports import iso8601
+from ..turns.reports import EVENT_USER_TURN_MESSAGE_ADDED, iso8601
 from .reports import UserTurnMessageAdded
 
 __all__ = ["UserWords", "WordsPort", "rejoined"]
@@ -136,9 +136,9 @@ class UserWords:
             return
         port.emit_context(DOWN)
         self.message = message
-        if port.listens("on_user_turn_message_added"):
+        if port.listens(EVENT_USER_TURN_MESSAGE_ADDED):
             started = now if self.started_at is None else self.started_at
-            port.event("on_user_turn_message_added", UserTurnMessageAdded(text, iso8601(started), self.user_id))
+            port.event(EVENT_USER_TURN_MESSAGE_ADDED, UserTurnMessageAdded(text, iso8601(started), self.user_id))
         self.whole = f"{self.whole} {text}" if self.whole else text
 
     def content(self) -> tuple[str, str, float | None]:

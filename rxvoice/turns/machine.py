@@ -95,7 +95,19 @@ from .idle import IDLE_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteStrategy, mute_types
 from .recommend import recommended_controller
-from .reports import UserTurnRecovered, UserTurnStopped, iso8601
+from .reports import (
+    EVENT_USER_MUTE_STARTED,
+    EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_IDLE,
+    EVENT_USER_TURN_INFERENCE_TRIGGERED,
+    EVENT_USER_TURN_RECOVERED,
+    EVENT_USER_TURN_STARTED,
+    EVENT_USER_TURN_STOP_TIMEOUT,
+    EVENT_USER_TURN_STOPPED,
+    UserTurnRecovered,
+    UserTurnStopped,
+    iso8601,
+)
 from .strategy import (
     Analyze,
     Arm,
@@ -359,8 +371,8 @@ class TurnMachine:
             return
         words.commit(now)
         content, uid, started = words.content()
-        if (s.open or content) and s.port.listens("on_user_turn_stopped"):
-            s.port.event("on_user_turn_stopped", self._report(s, None, content, uid, started, now))
+        if (s.open or content) and s.port.listens(EVENT_USER_TURN_STOPPED):
+            s.port.event(EVENT_USER_TURN_STOPPED, self._report(s, None, content, uid, started, now))
         words.ended(now)
         s.port.disarm_all()
         s.watchdog_armed = False
@@ -440,7 +452,7 @@ class TurnMachine:
     def _announce(self, s: TurnState, muted: bool) -> None:
         """The user was muted or unmuted: tell the app and both neighbours."""
         s.mute_announced = True
-        name = "on_user_mute_started" if muted else "on_user_mute_stopped"
+        name = EVENT_USER_MUTE_STARTED if muted else EVENT_USER_MUTE_STOPPED
         port = s.port
         if port.listens(name):
             port.event(name)
@@ -553,8 +565,8 @@ class TurnMachine:
                 if s.open:
                     self._touch(s, now)
                     s.words.commit(now)
-                    if port.listens("on_user_turn_inference_triggered"):
-                        port.event("on_user_turn_inference_triggered", strategy)
+                    if port.listens(EVENT_USER_TURN_INFERENCE_TRIGGERED):
+                        port.event(EVENT_USER_TURN_INFERENCE_TRIGGERED, strategy)
             elif et is Finalize:
                 self._stopped(s, strategy, e.speaking_frames, now)
             elif et is ResetAggregation:
@@ -612,8 +624,8 @@ class TurnMachine:
             interruption = InterruptionFrame()
             port.emit(interruption, DOWN)
             port.emit(interruption, UP)
-        if port.listens("on_user_turn_started"):
-            port.event("on_user_turn_started", strategy)
+        if port.listens(EVENT_USER_TURN_STARTED):
+            port.event(EVENT_USER_TURN_STARTED, strategy)
 
     # the turn stops
 
@@ -632,8 +644,8 @@ class TurnMachine:
             port.emit(_STOPPED, UP)
         words.commit(now)
         content, uid, started = words.content()
-        if port.listens("on_user_turn_stopped"):
-            port.event("on_user_turn_stopped", self._report(s, strategy, content, uid, started, now))
+        if port.listens(EVENT_USER_TURN_STOPPED):
+            port.event(EVENT_USER_TURN_STOPPED, self._report(s, strategy, content, uid, started, now))
         had_words, answered = words.finished(now, s)
         self._idle(s, _STOPPED, answered=answered)
         s.answered_at = now if had_words else None
@@ -666,8 +678,8 @@ class TurnMachine:
             s.watchdog_armed = True
             s.port.arm(WATCHDOG, "watchdog", timeout - idle_for)
         elif s.open and not s.speaking:
-            if s.port.listens("on_user_turn_stop_timeout"):
-                s.port.event("on_user_turn_stop_timeout")
+            if s.port.listens(EVENT_USER_TURN_STOP_TIMEOUT):
+                s.port.event(EVENT_USER_TURN_STOP_TIMEOUT)
             self._stopped(s, None, None, now)
 
     # 5. the idle watch
@@ -684,8 +696,8 @@ class TurnMachine:
         s.idle, effects = idle_fired(s.idle)
         for e in effects:
             if e.kind == "fire":
-                if s.port.listens("on_user_turn_idle"):
-                    s.port.event("on_user_turn_idle")
+                if s.port.listens(EVENT_USER_TURN_IDLE):
+                    s.port.event(EVENT_USER_TURN_IDLE)
                 if self.turns.on_idle is not None:
                     s.port.callback(self.turns.on_idle)
 
@@ -698,9 +710,9 @@ class TurnMachine:
         if content is None:
             return False
         port = s.port
-        if port.listens("on_user_turn_recovered"):
+        if port.listens(EVENT_USER_TURN_RECOVERED):
             _, _, began = s.words.content()
-            port.event("on_user_turn_recovered", UserTurnRecovered(
+            port.event(EVENT_USER_TURN_RECOVERED, UserTurnRecovered(
                 content, now - s.ended_at, iso8601(began if began is not None else s.ended_at)))
         return True
 

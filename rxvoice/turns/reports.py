@@ -7,7 +7,31 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["UserTurnRecovered", "UserTurnStopped", "iso8601"]
+__all__ = [
+    "EVENT_USER_MUTE_STARTED",
+    "EVENT_USER_MUTE_STOPPED",
+    "EVENT_USER_TURN_IDLE",
+    "EVENT_USER_TURN_INFERENCE_TRIGGERED",
+    "EVENT_USER_TURN_MESSAGE_ADDED",
+    "EVENT_USER_TURN_RECOVERED",
+    "EVENT_USER_TURN_STARTED",
+    "EVENT_USER_TURN_STOPPED",
+    "EVENT_USER_TURN_STOP_TIMEOUT",
+    "UserTurnRecovered",
+    "UserTurnStopped",
+    "iso8601",
+]
+
+# The events a user turn raises (the aggregator, UserTurnProcessor and the turn detector raise them by these names).
+EVENT_USER_TURN_STARTED = "on_user_turn_started"
+EVENT_USER_TURN_STOPPED = "on_user_turn_stopped"
+EVENT_USER_TURN_INFERENCE_TRIGGERED = "on_user_turn_inference_triggered"
+EVENT_USER_TURN_STOP_TIMEOUT = "on_user_turn_stop_timeout"
+EVENT_USER_TURN_IDLE = "on_user_turn_idle"
+EVENT_USER_TURN_MESSAGE_ADDED = "on_user_turn_message_added"
+EVENT_USER_TURN_RECOVERED = "on_user_turn_recovered"
+EVENT_USER_MUTE_STARTED = "on_user_mute_started"
+EVENT_USER_MUTE_STOPPED = "on_user_mute_stopped"
 
 
 @lru_cache(maxsize=64)

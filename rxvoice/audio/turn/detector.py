@@ -54,12 +54,13 @@ from ...pipeline.processor import EventfulProcessor, FrameHandler, Port
 from ...turns import TurnAnalyzerStop, TurnsConfig, VADStart
 from ...turns.machine import TurnMachine
 from ...turns.offload import Offload
+from ...turns.reports import EVENT_USER_TURN_STARTED, EVENT_USER_TURN_STOPPED
 from ..vad_processor import VADProcessor
 from .smart_turn import SmartTurnAnalyzer
 
 __all__ = ["TURN_DETECTOR_EVENTS", "TurnTakingDetector"]
 
-TURN_DETECTOR_EVENTS = ("on_user_turn_started", "on_user_turn_stopped", "on_end_of_turn_verdict", "on_error")
+TURN_DETECTOR_EVENTS = (EVENT_USER_TURN_STARTED, EVENT_USER_TURN_STOPPED, "on_end_of_turn_verdict", "on_error")
 """The detector's events: a turn started, a turn ended (payload: ``"model"``, ``"silence"`` or ``"timeout"``),
 each verdict (a :class:`~rxvoice.frames.TurnMetricsData`), and errors."""
 
@@ -210,16 +211,16 @@ class _DetectorSession(TurnShell):
         super().emit(frame, direction)
 
     def event(self, name: str, payload: Any = NO_PAYLOAD) -> None:
-        if name == "on_user_turn_started":
+        if name == EVENT_USER_TURN_STARTED:
             super().event(name)
-        elif name == "on_user_turn_stopped":
+        elif name == EVENT_USER_TURN_STOPPED:
             strategy = getattr(payload, "strategy", None)
             reason = "timeout" if strategy is None else "model" if self._complete_verdict else "silence"
             super().event(name, reason)
         self._complete_verdict = False
 
     def _listens(self, name: str) -> bool:
-        return name in ("on_user_turn_started", "on_user_turn_stopped") and self.events.listened(name)
+        return name in (EVENT_USER_TURN_STARTED, EVENT_USER_TURN_STOPPED) and self.events.listened(name)
 
     def close(self) -> None:
         super().close()
