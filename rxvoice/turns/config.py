@@ -66,13 +66,27 @@ class UserTurnStrategies:
         return start, stop
 
 
-def ExternalStrategies(*, enable_interruptions: bool = True) -> UserTurnStrategies:
-    """Adopt turn decisions made elsewhere (a :class:`UserTurnProcessor`, a service's proposals)."""
-    return UserTurnStrategies(
-        start=(ExternalStart(enable_interruptions=enable_interruptions),),
-        stop=(ExternalStop(),),
-        external_interruptions=enable_interruptions,
-    )
+class ExternalStrategies(UserTurnStrategies):
+    """Adopt turn decisions made elsewhere (a :class:`UserTurnProcessor`, a service's proposals).
+
+    The chains are ``[ExternalStart]`` and ``[ExternalStop]``: the turn starts
+    and ends when an announced ``UserStartedSpeakingFrame`` /
+    ``UserStoppedSpeakingFrame`` (or a proposal) says so.
+
+    Args:
+        enable_interruptions: Whether an adopted start interrupts the bot
+            (off when whoever decided the turn already did).
+    """
+
+    def __init__(self, *, enable_interruptions: bool = True) -> None:
+        super().__init__(
+            start=(ExternalStart(enable_interruptions=enable_interruptions),),
+            stop=(ExternalStop(),),
+            external_interruptions=enable_interruptions,
+        )
+
+    def __repr__(self) -> str:
+        return f"ExternalStrategies(enable_interruptions={self.external_interruptions})"
 
 
 DEFAULT_INTERRUPTED_PROMPT = (
