@@ -212,7 +212,7 @@ def _user_params(pc, mode: str):
     return pc.LLMUserAggregatorParams(user_turn_strategies=strategies)
 
 
-async def run_pipecat_async(events: list[Event], *, mode: str) -> Result:
+async def run_pipecat_async(events: list[Event], *, mode: str, direct: bool = False) -> Result:
     pc = _pipecat()
     F = pc.F
     frames = _build_frames(pc, events, mode)
@@ -222,6 +222,11 @@ async def run_pipecat_async(events: list[Event], *, mode: str) -> Result:
 
     context = pc.LLMContext()
     pair = pc.LLMContextAggregatorPair(context, user_params=_user_params(pc, mode))
+    if direct:
+        # The aggregators' private direct mode (frames processed at once, no input queues): still a correct
+        # context, and about 11% faster than the lean public setup; reported so the ratio is honest.
+        pair.user()._enable_direct_mode = True
+        pair.assistant()._enable_direct_mode = True
     sink = pc.Sink()
     sink.barrier_frame = barrier
     pipeline = pc.Pipeline([pair.user(), pair.assistant(), sink])
@@ -280,6 +285,6 @@ async def run_pipecat_async(events: list[Event], *, mode: str) -> Result:
     return Result(seconds=seconds, frames=len(events), messages=len(messages), ok=ok)
 
 
-def run_pipecat(events: list[Event], *, mode: str) -> Result:
-    """Drive Pipecat's pair over ``events`` once, in a fresh event loop."""
-    return asyncio.run(run_pipecat_async(events, mode=mode))
+def run_pipecat(events: list[Event], *, mode: str, direct: bool = False) -> Result:
+    """Drive Pipecat's pair over ``events`` once, in a fresh event loop (``direct``: its private direct mode)."""
+    return asyncio.run(run_pipecat_async(events, mode=mode, direct=direct))

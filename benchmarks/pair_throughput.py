@@ -12,13 +12,15 @@ Repetitions are interleaved across configurations (rep 1 of each, then rep 2
 of each, ...) so a noisy stretch of the machine hits all of them alike, and
 medians are reported.  The last line is::
 
-    pair_vs_pipecat=<r> pair_vs_rx_floor=<r> turns_vs_pipecat=<r>
+    pair_vs_pipecat=<r> pair_vs_rx_floor=<r> turns_vs_pipecat=<r> pair_vs_pipecat_direct=<r>
 
 at N = 1000 (at N = 100 with ``--quick``):
 
 * ``pair_vs_pipecat``: rxvoice external-mode frames/s / Pipecat external frames/s
 * ``pair_vs_rx_floor``: rxvoice external-mode µs/frame / floor µs/frame
 * ``turns_vs_pipecat``: rxvoice turns-mode frames/s / Pipecat turns-mode frames/s
+* ``pair_vs_pipecat_direct``: rxvoice external-mode frames/s / Pipecat external frames/s with its aggregators'
+  private direct mode switched on (no input queues; still a correct context)
 
 A ratio is ``nan`` when a side did not run or any of its repetitions was not
 ``ok`` (wrong context: a wrong run is not a fast run).
@@ -223,14 +225,15 @@ def _print_table(n: int, results: dict[str, list[Result]]) -> dict[str, float]:
     return medians
 
 
-def _ratios(m: dict[str, float]) -> tuple[float, float, float]:
+def _ratios(m: dict[str, float]) -> tuple[float, float, float, float]:
     nan = math.nan
     rx_ext = m.get("rxvoice external", nan)
     rx_turns = m.get("rxvoice turns", nan)
     pair_vs_pipecat = m.get("pipecat external", nan) / rx_ext  # fps ratio = inverse time ratio
     pair_vs_floor = rx_ext / m.get("floor", nan)
     turns_vs_pipecat = m.get("pipecat turns", nan) / rx_turns
-    return pair_vs_pipecat, pair_vs_floor, turns_vs_pipecat
+    pair_vs_direct = m.get("pipecat ext direct", nan) / rx_ext
+    return pair_vs_pipecat, pair_vs_floor, turns_vs_pipecat, pair_vs_direct
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor": (run_floor, CHEAP_INNER),
         "pipecat external": (lambda ev: run_pipecat(ev, mode="external"), 1),
         "pipecat turns": (lambda ev: run_pipecat(ev, mode="turns"), 1),
+        "pipecat ext direct": (lambda ev: run_pipecat(ev, mode="external", direct=True), 1),
     }
 
     reason = rxvoice_available()
@@ -287,19 +291,20 @@ def main(argv: list[str] | None = None) -> int:
                 for rx, fl in zip(results["rxvoice external"], results["floor"], strict=True)
             )
             print(f"  (pair/floor, median of back-to-back pairs of runs: {paired:.2f})")
-        ppc, pfl, tpc = _ratios(last)
+        ppc, pfl, tpc, pdc = _ratios(last)
         floor = last["floor"]
         print(
             f"  ratios at N={n}: pair_vs_pipecat={ppc:.1f} pair_vs_rx_floor={pfl:.2f} "
-            f"turns_vs_pipecat={tpc:.1f}; Pipecat/floor: "
+            f"turns_vs_pipecat={tpc:.1f} pair_vs_pipecat_direct={pdc:.1f}; Pipecat/floor: "
             f"external {last['pipecat external'] / floor:.0f}x, "
             f"turns {last['pipecat turns'] / floor:.0f}x"
         )
 
     if args.quick:
         print("(--quick: the ratios below are at N = 100, not 1000)")
-    ppc, pfl, tpc = _ratios(last)
-    print(f"pair_vs_pipecat={ppc:.1f} pair_vs_rx_floor={pfl:.2f} turns_vs_pipecat={tpc:.1f}")
+    ppc, pfl, tpc, pdc = _ratios(last)
+    print(f"pair_vs_pipecat={ppc:.1f} pair_vs_rx_floor={pfl:.2f} turns_vs_pipecat={tpc:.1f} "
+          f"pair_vs_pipecat_direct={pdc:.1f}")
     return 0
 
 

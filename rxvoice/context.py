@@ -322,6 +322,27 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def reopen_plan(messages: Sequence[Any], old: str) -> tuple[int, list[Any]] | None:
+    """Where the last user message (reading ``old``) is, and what after it stays when that turn reopens.
+
+    Plain assistant messages after it go (a reply nobody heard); anything
+    else stays. ``None`` when the turn cannot be reopened in place: ``old``
+    is not the last user message (a summary replaced it, someone wrote
+    another), or a tool ran since (its call and result must stay together
+    and answered).
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, dict) and m.get("role") == "user":
+            if m.get("content") != old:
+                return None
+            later = [messages[j] for j in range(i + 1, len(messages))]
+            if any(isinstance(x, dict) and (x.get("role") == "tool" or x.get("tool_calls")) for x in later):
+                return None
+            return i, [x for x in later if not (isinstance(x, dict) and x.get("role") == "assistant")]
+    return None
+
+
 def thaw(value: Any) -> Any:
     """A deep, mutable copy (plain dicts and lists), e.g. for an HTTP request body."""
     if isinstance(value, Mapping):
@@ -841,6 +862,32 @@ class LLMContext:
     def add_user_message(self, text: str) -> None:
         """Append ``{"role": "user", "content": text}``."""
         self._append(_text_message(user_message(text), text))
+
+    def reopen_user_message(self, old: str, text: str) -> bool:
+        """Make the last user message, which reads ``old``, read ``text``; drop the plain replies after it.
+
+        For a user turn that ended too soon and goes on: what the unheard
+        reply wrote after it goes, anything else stays. ``False`` (nothing
+        changed) when the last user message is not ``old`` or a tool ran
+        since (see :func:`reopen_plan`). Costs what the messages after it
+        cost, not the conversation's length.
+        """
+        message = _text_message(user_message(text), text)
+        done = False
+
+        def change(s: ContextSnapshot) -> ContextSnapshot | None:
+            nonlocal done
+            ms = s.messages
+            plan = reopen_plan(ms, old)
+            if plan is None:
+                return None
+            index, kept = plan
+            prefix = Messages._view(ms._items, index, ms._cum[: index + 1])
+            done = True
+            return ContextSnapshot(prefix.appended(message, *kept), s.tools, s.tool_choice)
+
+        self.update(change)
+        return done
 
     def add_assistant_message(self, text: str) -> None:
         """Append ``{"role": "assistant", "content": text}``."""

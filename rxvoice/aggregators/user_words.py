@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..context import LLMContext, reopen_plan
 from ..frames import DOWN, Direction, Frame, InterimTranscriptionFrame, TranscriptionFrame
 from ..text.parts import Part, concatenate
 from ..turns.config import EmptyUserTurnConfig
@@ -124,13 +125,13 @@ class UserWords:
             joined = concatenate([Part(old), Part(text)])
             merged: list[bool] = []
 
-            def join(messages: list[dict[str, Any]]) -> Sequence[Any]:
-                result = rejoined(messages, old, joined)
-                merged.append(result is not None)
-                return result if result is not None else [*messages, {"role": "user", "content": text}]
+            def join(c: LLMContext) -> None:
+                merged.append(c.reopen_user_message(old, joined))
+                if not merged[-1]:  # cannot be reopened in place: the continuation is a message of its own
+                    c.add_user_message(text)
 
-            written = port.write(lambda c: c.transform_messages(join))
-            if written and merged[-1]:
+            written = port.write(join)
+            if written and merged and merged[-1]:
                 message = joined
         if not written:
             return
@@ -147,7 +148,7 @@ class UserWords:
     def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
         if self.rejoin is not None:  # reopened, and nothing more was said: ask again for the answer it lost
             old, self.rejoin = self.rejoin, None
-            if self.port.write(lambda c: c.transform_messages(lambda ms: rejoined(ms, old, old) or ms)):
+            if self.port.write(lambda c: c.reopen_user_message(old, old)):
                 self.port.emit_context(DOWN)
             self.message = old
         had_words = bool(self.whole)
@@ -197,26 +198,17 @@ class UserWords:
 
 
 def rejoined(messages: Sequence[Any], old: str, text: str) -> list[Any] | None:
-    """The messages with the user message ``old`` (the last user message) reading ``text``.
+    """The messages with the last user message (reading ``old``) reading ``text``, as a plain list.
 
-    What the unheard reply wrote after it (plain assistant messages) goes;
-    anything else stays. ``None`` when the turn cannot be reopened in place:
-    ``old`` is not the last user message (a summary replaced it, or someone
-    wrote another), or a tool ran since (its call and result stay, so the
-    continuation becomes a message of its own).
+    The rule of :meth:`LLMContext.reopen_user_message` (:func:`rxvoice.context.reopen_plan`) on a
+    list: what the unheard reply wrote after it goes, anything else stays; ``None`` when the turn
+    cannot be reopened in place.
     """
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if isinstance(m, dict) and m.get("role") == "user":
-            if m.get("content") != old:
-                return None
-            later = messages[i + 1:]
-            if any(isinstance(x, dict) and (x.get("role") == "tool" or x.get("tool_calls")) for x in later):
-                return None
-            kept = [x for x in later if not (isinstance(x, dict) and x.get("role") == "assistant")]
-            return [*messages[:i], {**m, "content": text}, *kept]
-    return None
-
+    plan = reopen_plan(messages, old)
+    if plan is None:
+        return None
+    index, kept = plan
+    return [*messages[:index], {**messages[index], "content": text}, *kept]
 
 
 def _answer_unwritten(messages: Sequence[Any], message: str) -> bool:

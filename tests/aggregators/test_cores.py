@@ -163,3 +163,15 @@ def test_a_tool_call_gets_a_placeholder_then_its_result_and_the_model_runs_again
     core.on_frame(s, port, F.FunctionCallResultFrame("f", "c1", {}, {"ok": True}), DOWN, 0.5)
     assert '"ok": true' in port.context.messages[-1]["content"]
     assert ("context", UP) in port.calls  # the model runs again with the result
+
+
+def test_reopening_touches_only_the_end_of_a_long_conversation() -> None:
+    """10,000 messages: the reopened message and what follows are rebuilt; the rest is shared, not copied."""
+    ctx = LLMContext([{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(10_000)])
+    ctx.add_user_message("a table for")
+    ctx.add_assistant_message("Sure, for")
+    first = ctx.messages[0]
+    assert ctx.reopen_user_message("a table for", "a table for two.")
+    assert ctx.messages[0] is first and len(ctx.messages) == 10_001
+    assert ctx.messages[-1] == {"role": "user", "content": "a table for two."}
+    assert not ctx.reopen_user_message("something else", "x")  # not the last user message: nothing changes
