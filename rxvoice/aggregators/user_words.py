@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ..context import LLMContext, reopen_plan
+from ..context import LLMContext
 from ..frames import DOWN, Direction, Frame, InterimTranscriptionFrame, TranscriptionFrame
 from ..text.parts import Part, concatenate
 from ..turns.config import EmptyUserTurnConfig
@@ -24,7 +24,7 @@ from ..turns.machine import TurnState
 from ..turns.reports import EVENT_USER_TURN_MESSAGE_ADDED, iso8601
 from .reports import UserTurnMessageAdded
 
-__all__ = ["UserWords", "WordsPort", "rejoined"]
+__all__ = ["UserWords", "WordsPort"]
 
 
 class WordsPort(Protocol):
@@ -123,15 +123,16 @@ class UserWords:
             written = port.write(lambda c: c.add_user_message(text))
         else:
             joined = concatenate([Part(old), Part(text)])
-            merged: list[bool] = []
+            merged = False
 
             def join(c: LLMContext) -> None:
-                merged.append(c.reopen_user_message(old, joined))
-                if not merged[-1]:  # cannot be reopened in place: the continuation is a message of its own
+                nonlocal merged
+                merged = c.reopen_user_message(old, joined)
+                if not merged:  # cannot be reopened in place: the continuation is a message of its own
                     c.add_user_message(text)
 
             written = port.write(join)
-            if written and merged and merged[-1]:
+            if written and merged:
                 message = joined
         if not written:
             return
@@ -195,20 +196,6 @@ class UserWords:
         self.whole = ""
         self.started_at = None
         self.message = self.last = self.rejoin = None
-
-
-def rejoined(messages: Sequence[Any], old: str, text: str) -> list[Any] | None:
-    """The messages with the last user message (reading ``old``) reading ``text``, as a plain list.
-
-    The rule of :meth:`LLMContext.reopen_user_message` (:func:`rxvoice.context.reopen_plan`) on a
-    list: what the unheard reply wrote after it goes, anything else stays; ``None`` when the turn
-    cannot be reopened in place.
-    """
-    plan = reopen_plan(messages, old)
-    if plan is None:
-        return None
-    index, kept = plan
-    return [*messages[:index], {**messages[index], "content": text}, *kept]
 
 
 def _answer_unwritten(messages: Sequence[Any], message: str) -> bool:

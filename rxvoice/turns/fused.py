@@ -48,7 +48,7 @@ from .stop import (
     _analyze,
     _begin,
     _clear,
-    _downmix,
+    _feed,
     _words,
     verdict_effects,
     words_timeout,
@@ -246,13 +246,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         if t is InputAudioRawFrame:
             if self.analyzer is None:
                 return s, NOTHING
-            audio: bytes = frame.audio  # type: ignore[attr-defined]
-            rate: int = frame.sample_rate  # type: ignore[attr-defined]
-            channels: int = frame.num_channels  # type: ignore[attr-defined]
-            speech = s.speaking
-            if channels > 1:
-                return s, (Touch(lambda r: r.append(_downmix(audio, channels), rate, speech), "audio"),)
-            return s, (Touch(lambda r: r.append(audio, rate, speech), "audio"),)
+            return s, _feed(frame, s.speaking, "audio")
         if t is VADUserStartedSpeakingFrame:
             secs = float(getattr(frame, "start_secs", 0.0))
             s = s._replace(

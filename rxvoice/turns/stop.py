@@ -84,6 +84,16 @@ def _downmix(pcm: bytes, channels: int) -> bytes:
     return bytes(samples.mean(axis=1).round().astype("<i2").tobytes())
 
 
+def _feed(frame: Frame, speech: bool, key: str) -> Effects:
+    """Hand an audio frame to the strategy's end-of-turn stream (mono; ``speech``: the VAD says speaking)."""
+    audio: bytes = frame.audio  # type: ignore[attr-defined]
+    rate: int = frame.sample_rate  # type: ignore[attr-defined]
+    channels: int = frame.num_channels  # type: ignore[attr-defined]
+    if channels > 1:
+        audio = _downmix(audio, channels)
+    return (Touch(lambda r: r.append(audio, rate, speech), key),)
+
+
 _EPS = 1e-6
 _NEVER = -math.inf
 
@@ -387,13 +397,7 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
         s = state
         t = type(frame)
         if t is InputAudioRawFrame:
-            audio: bytes = frame.audio  # type: ignore[attr-defined]
-            rate: int = frame.sample_rate  # type: ignore[attr-defined]
-            channels: int = frame.num_channels  # type: ignore[attr-defined]
-            speech = s.speaking
-            if channels > 1:
-                return s, (Touch(lambda r: r.append(_downmix(audio, channels), rate, speech), "silence"),)
-            return s, (Touch(lambda r: r.append(audio, rate, speech), "silence"),)
+            return s, _feed(frame, s.speaking, "silence")
         if t is VADUserStartedSpeakingFrame:
             secs = float(getattr(frame, "start_secs", 0.0))
             return s._replace(

@@ -118,19 +118,21 @@ def test_a_recovery_window_of_zero_turns_recovery_off() -> None:
 
 def test_a_tool_run_since_the_false_end_keeps_its_messages_and_the_continuation_its_own() -> None:
     """Something happened that cannot be unsaid (a tool ran): the continuation is written as a message of its own."""
-    from rxvoice.aggregators.user_words import rejoined
+    def reopened(messages: list[dict[str, Any]]) -> list[Any] | None:
+        ctx = LLMContext(messages)
+        return list(ctx.messages) if ctx.reopen_user_message(FIRST, WHOLE) else None
 
     messages = [{"role": "user", "content": FIRST},
                 {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
                                                                       "function": {"name": "f", "arguments": "{}"}}]},
                 {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
-    assert rejoined(messages, FIRST, WHOLE) is None
+    assert reopened(messages) is None
     # Another user message since (or a summary replaced the turn): nothing to reopen in place either.
-    assert rejoined([{"role": "user", "content": FIRST}, {"role": "user", "content": "x"}], FIRST, WHOLE) is None
-    assert rejoined([{"role": "system", "content": "s"}], FIRST, WHOLE) is None
+    assert reopened([{"role": "user", "content": FIRST}, {"role": "user", "content": "x"}]) is None
+    assert reopened([{"role": "system", "content": "s"}]) is None
     # The unheard assistant text goes; a developer note stays.
-    assert rejoined([{"role": "user", "content": FIRST}, {"role": "assistant", "content": "Sure"},
-                     {"role": "developer", "content": "n"}], FIRST, WHOLE) == [
+    assert reopened([{"role": "user", "content": FIRST}, {"role": "assistant", "content": "Sure"},
+                     {"role": "developer", "content": "n"}]) == [
         {"role": "user", "content": WHOLE}, {"role": "developer", "content": "n"}]
 
 
