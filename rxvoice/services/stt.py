@@ -23,7 +23,11 @@ session is in flight at a time, so a recognizer never sees two calls at once.
 * ``InterruptionFrame`` passes: the user is the one speaking, nothing of
   theirs is dropped.
 * ``EndFrame`` waits until the open utterance is recognized, so its words
-  come out before the end.
+  come out before the end. The input completing is an end too: the output
+  completes once the last words are out (the quickstart's async generator
+  that yields ``EndFrame`` and stops). Each recognition the end waits for
+  gets ``end_grace`` seconds; past that its words are reported lost and the
+  end goes on.
 * ``CancelFrame`` drops what is still being recognized and passes at once.
 * ``STTMuteFrame(mute=True)`` stops listening (an open utterance is finished
   with what was heard); ``mute=False`` resumes.
@@ -205,6 +209,10 @@ class STTService(EventfulProcessor):
         ttfs_p99_latency: Announced in an ``STTMetadataFrame`` at the start:
             how long after the end of speech the final words arrive, at worst
             (stop strategies wait this long for them).
+        end_grace: Seconds an end (``EndFrame``, the input completing) waits
+            at most for each recognition still to run; past it that
+            utterance's words are reported lost (``ServiceError``) and the end
+            goes on.
         offload: Where recognition runs (default: the shared worker pool).
         scheduler: The scheduler of the stage (default: the session's).
 
@@ -223,6 +231,7 @@ class STTService(EventfulProcessor):
         interim_interval: float = 0.5,
         pre_roll: float = 0.3,
         ttfs_p99_latency: float = 0.5,
+        end_grace: float = 10.0,
         offload: Offload | None = None,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
@@ -235,6 +244,7 @@ class STTService(EventfulProcessor):
             raise ConfigurationError(f"pre_roll must be 0..0.5 seconds, got {pre_roll!r}")
         self.pre_roll = float(pre_roll)
         self.ttfs_p99_latency = _positive("ttfs_p99_latency", ttfs_p99_latency)
+        self.end_grace = _positive("end_grace", end_grace)
         self.offload: Offload = offload if offload is not None else default_offload
         self.scheduler = scheduler
         self.events = EventRegistry(self, STT_EVENTS)
@@ -251,6 +261,7 @@ class STTService(EventfulProcessor):
 _FEED = 0
 _FINISH = 1
 _OPEN = 2
+_BACKSTOP = 86_400.0  # the link's own bound on a held end of input (the stage's watchdog comes far sooner)
 
 
 class _Work:
@@ -282,6 +293,8 @@ class _STTSession:
         self.resampler: StreamResampler | None = None
         self.resample_from = 0
         self.held_end: tuple[Frame, Direction] | None = None
+        self.input_ended = False  # the input completed: the output completes after the last words
+        self.watchdog: abc.DisposableBase | None = None  # bounds each recognition an end waits for
         self.last_interim = ""
         self.heard = 0.0  # seconds of audio seen
         self.started_at = 0.0
@@ -313,6 +326,7 @@ class _STTSession:
                 self.port.push_down(frame)
             else:
                 self.held_end = (frame, direction)  # after the last words
+                self._watch()
         elif t is CancelFrame:
             self._drop()
             self.port.push_down(frame)
@@ -324,11 +338,20 @@ class _STTSession:
         else:
             self.port.push_down(frame)
 
-    def on_input_end(self, direction: Direction) -> None:
-        return None
+    def on_input_end(self, direction: Direction) -> float | None:
+        """No more input: an open utterance ends here, and the output completes after its words."""
+        if direction is not DOWN:
+            return None
+        self._stop()
+        if self.inflight is None and not self.work and self.held_end is None:
+            return None
+        self.input_ended = True
+        self._watch()
+        return _BACKSTOP  # the watchdog bounds each recognition; this only backs it up
 
     def close(self) -> None:
         self.closed = True
+        self._disarm()
         if self.port.events is not None:
             self.port.events.close()
         self.work.clear()
@@ -422,8 +445,55 @@ class _STTSession:
             self.inflight.cancel()
         self.inflight = None
         self.held_end = None
+        self._disarm()
         self.work.append(_Work(_FINISH))  # the recognizer starts clean; its words are dropped
         self._pump(silent=True)
+
+    # -- the end, held until the last words are out --------------------------------------
+
+    def _watch(self) -> None:
+        """(Re)arm the watchdog for the recognition the held end waits for now."""
+        self._disarm()
+        if self.held_end is not None or self.input_ended:
+            self.watchdog = self.port.call_later(self.stt.end_grace, self._give_up)
+
+    def _disarm(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.dispose()
+            self.watchdog = None
+
+    def _give_up(self) -> None:
+        """A recognition took longer than ``end_grace``: its words are lost (reported), the end goes on."""
+        self.watchdog = None
+        pending = self.inflight is not None or bool(self.work)
+        self.work.clear()
+        if self.inflight is not None:
+            self.inflight.cancel()
+            self.inflight = None
+        if pending:
+            error = ServiceError(
+                f"{self.stt.name}: the recognizer took more than {self.stt.end_grace:g} s after the end; "
+                "the words still being recognized are lost", retryable=True,
+            )
+            log.warning("%s", error)
+            self.port.report_error(error)
+        self._release()
+        self.work.append(_Work(_FINISH))  # the recognizer starts clean for whatever comes after the end
+        self._pump(silent=True)
+
+    def _release(self) -> None:
+        """Nothing is left to recognize: a held ``EndFrame`` goes on, then a held end of input."""
+        if self.inflight is not None or self.work:
+            self._watch()
+            return
+        self._disarm()
+        if self.held_end is not None:
+            frame, direction = self.held_end
+            self.held_end = None
+            self.port.push(frame, direction)
+        if self.input_ended:
+            self.input_ended = False
+            self.port.finish_input()
 
     # -- jobs ------------------------------------------------------------------------------
 
@@ -495,10 +565,8 @@ class _STTSession:
         elif not silent:
             self._emit(kind, future.result(), span)
         self._pump()
-        if self.held_end is not None and self.inflight is None and not self.work:
-            frame, direction = self.held_end
-            self.held_end = None
-            self.port.push(frame, direction)
+        if self.held_end is not None or self.input_ended:
+            self._release()
 
     def _emit(self, kind: int, text: str | None, span: Utterance | None) -> None:
         stt = self.stt

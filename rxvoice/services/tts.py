@@ -24,7 +24,9 @@ follow the voice, not the model. Data and control frames that come after
 text (``LLMFullResponseEndFrame``, ``EndFrame``, ...) wait until that text
 has been spoken, so the assistant aggregator closes the turn on the words the
 user heard. The text frames themselves stop here: the spoken words replace
-them.
+them. The input completing is an end too: text still grouped is spoken, and
+the output completes after the last word. Each synthesis an end waits for
+gets ``end_grace`` seconds; past that its text is reported and not spoken.
 
 An ``InterruptionFrame`` stops at once: pending audio, words and syntheses
 are dropped (frames that cannot be interrupted, such as ``EndFrame``, go on),
@@ -166,6 +168,9 @@ class TTSService(EventfulProcessor):
     Args:
         chunk_secs: Seconds of audio per ``OutputAudioRawFrame``.
         lead: Seconds of audio released ahead of the speaking pace.
+        end_grace: Seconds an end (``EndFrame``, the input completing) waits
+            at most for each synthesis still running; past it that text is
+            reported (``ServiceError``), not spoken, and the end goes on.
         offload: Where synthesis runs (default: the shared worker pool).
         scheduler: The scheduler of the stage (default: the session's).
 
@@ -179,10 +184,12 @@ class TTSService(EventfulProcessor):
         *,
         chunk_secs: float = 0.04,
         lead: float = 0.15,
+        end_grace: float = 10.0,
         offload: Offload | None = None,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
         self.chunk_secs = _positive("chunk_secs", chunk_secs)
+        self.end_grace = _positive("end_grace", end_grace)
         if isinstance(lead, bool) or not isinstance(lead, int | float) or not 0 <= lead <= 5:
             raise ConfigurationError(f"lead must be 0..5 seconds, got {lead!r}")
         self.lead = float(lead)
@@ -201,6 +208,7 @@ class TTSService(EventfulProcessor):
 
 _WORDLESS = re.compile(r"\w")
 _SLACK = 0.001  # a millisecond: what a timer can resolve
+_BACKSTOP = 86_400.0  # the link's own bound on a held end of input (the stage's watchdog comes far sooner)
 
 
 class _Unit:
@@ -233,6 +241,10 @@ class _TTSSession:
         self.bot_speaking = False
         self.tts_started = False
         self.closed = False
+        self.end_queued = False  # an EndFrame waits behind the speech
+        self.input_ended = False  # the input completed: the output completes after the last word
+        self.watchdog: abc.DisposableBase | None = None  # bounds the synthesis an end waits for
+        self.watched: _Unit | None = None
 
     # -- frames (inside the session) ---------------------------------------------------
 
@@ -258,19 +270,32 @@ class _TTSSession:
         elif t is CancelFrame:
             self._stop_all()
             self.port.push_down(frame)
+            self._end_input()
         elif t is LLMFullResponseEndFrame or t is EndFrame:
             self._flush()
             self._after_speech(frame, direction)
+            if t is EndFrame and self.queue:
+                self.end_queued = True
+                self._watch()
         elif frame.kind is FrameKind.SYSTEM:
             self.port.push_down(frame)
         else:
             self._after_speech(frame, direction)
 
-    def on_input_end(self, direction: Direction) -> None:
-        return None
+    def on_input_end(self, direction: Direction) -> float | None:
+        """No more input: what is grouped is spoken, and the output completes after the last word."""
+        if direction is not DOWN:
+            return None
+        self._flush()
+        if self.playing is None and not self.queue:
+            return None
+        self.input_ended = True
+        self._watch()
+        return _BACKSTOP  # the watchdog bounds each synthesis; this only backs it up
 
     def close(self) -> None:
         self.closed = True
+        self._disarm()
         self._stop_all()
         if self.port.events is not None:
             self.port.events.close()
@@ -324,6 +349,7 @@ class _TTSSession:
             future.set_exception(exc)
         unit.future = future
         future.add_done_callback(partial(self._synthesized, unit))
+        self._watch()
 
     def _synthesized(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
         if self.closed or future.cancelled():
@@ -338,6 +364,8 @@ class _TTSSession:
         if unit is not self.synthesizing:
             return  # interrupted meanwhile
         self.synthesizing = None
+        if self.watched is unit:
+            self._disarm()
         error = future.exception()
         if error is None and not isinstance(future.result(), Speech):
             error = ServiceError(f"{self.tts.name}.synthesize returned {future.result()!r}, not a Speech")
@@ -352,6 +380,52 @@ class _TTSSession:
             unit.speech = future.result()
         self._synthesize_next()
         self._play()
+
+    # -- the end, held until the last word is spoken ------------------------------------------
+
+    def _watch(self) -> None:
+        """Bound the synthesis running now, if an end waits for it (once per unit)."""
+        unit = self.synthesizing
+        if unit is self.watched:
+            return
+        self._disarm()
+        if unit is not None and (self.end_queued or self.input_ended):
+            self.watched = unit
+            self.watchdog = self.port.call_later(self.tts.end_grace, partial(self._give_up, unit))
+
+    def _disarm(self) -> None:
+        self.watched = None
+        if self.watchdog is not None:
+            self.watchdog.dispose()
+            self.watchdog = None
+
+    def _give_up(self, unit: _Unit) -> None:
+        """A synthesis the end waits for took longer than ``end_grace``: reported, not spoken; the rest goes on."""
+        self.watchdog = self.watched = None
+        if unit is not self.synthesizing:
+            return
+        self.synthesizing = None
+        if unit.future is not None:
+            unit.future.cancel()
+        error = ServiceError(
+            f"{self.tts.name}: synthesizing {unit.text[:60]!r} took more than {self.tts.end_grace:g} s after "
+            "the end; it is not spoken", retryable=True,
+        )
+        log.warning("%s", error)
+        self.port.report_error(error)
+        with contextlib.suppress(ValueError):
+            self.queue.remove(unit)
+        self._synthesize_next()
+        self._play()
+
+    def _end_input(self) -> None:
+        """Nothing is left to speak: a held end of input goes on (the output completes)."""
+        if self.playing is None and not self.queue:
+            self.end_queued = False
+            self._disarm()
+            if self.input_ended:
+                self.input_ended = False
+                self.port.finish_input()
 
     # -- playback ---------------------------------------------------------------------------
 
@@ -372,6 +446,7 @@ class _TTSSession:
             self.port.push(frame, direction)
         if self.playing is None and not self.queue:
             self._speech_over(False)
+            self._end_input()
 
     def _start(self, unit: _Unit) -> None:
         port = self.port
@@ -445,6 +520,7 @@ class _TTSSession:
         if self.synthesizing is not None and self.synthesizing.future is not None:
             self.synthesizing.future.cancel()
         self.synthesizing = None
+        self._disarm()
         self.aggregator.reset()
 
     def _interrupt(self, frame: Frame) -> None:
@@ -455,6 +531,7 @@ class _TTSSession:
         self._speech_over(True)
         for f, d in kept:
             self.port.push(f, d)
+        self._end_input()
 
     def _stop_all(self) -> None:
         self._drop_units()
