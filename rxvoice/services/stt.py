@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
+import json
 import logging
 import math
 import os
@@ -84,6 +85,7 @@ from ..frames import (
 )
 from ..pipeline.processor import EventfulProcessor, Port
 from ..workers import Offload, default_offload
+from ._http import Answer, BoundedHTTP, split_credentials
 
 __all__ = [
     "SPHINX_FAST",
@@ -705,19 +707,15 @@ def pocketsphinx_available() -> bool:
 
 class _HTTPRecognizer:
     def __init__(self, stt: OpenAITranscriptionSTT) -> None:
-        import httpx
-
         self.stt = stt
         self.audio = bytearray()
-        self.client = httpx.Client(timeout=stt.timeout)
+        self.client = BoundedHTTP("the transcription server", stt.timeout, stt.auth)
 
     def accept(self, audio: bytes) -> str | None:
         self.audio += audio
         return None
 
     def finish(self) -> str:
-        import httpx
-
         audio, self.audio = bytes(self.audio), bytearray()
         stt = self.stt
         if not audio:
@@ -726,24 +724,40 @@ class _HTTPRecognizer:
         if stt.language:
             data.setdefault("language", stt.language)
         files = {"file": ("utterance.wav", wav_bytes(audio, stt.sample_rate), "audio/wav")}
+        answer = self.client.post(stt.url, data=data, files=files, headers=stt.headers)
+        return _transcription_text(answer)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _transcription_text(answer: Answer) -> str:
+    """The words of a transcription server's answer: a JSON object's ``text``, or a ``text/plain`` body.
+
+    Raises:
+        ServiceError: an HTTP error status; an answer that is neither (an HTML
+            sign-in page, JSON without ``text``, audio, nothing typed at all):
+            a page is not what the user said.
+    """
+    who = "the transcription server"
+    if answer.status >= 400:
+        raise http_error(who, answer.status, answer.text())
+    kind = answer.media_type
+    if kind == "application/json" or kind.endswith("+json"):
         try:
-            response = self.client.post(stt.url, data=data, files=files, headers=stt.headers)
-        except httpx.HTTPError as exc:
-            raise ServiceError(f"the transcription server did not answer: {exc!r}", retryable=True) from exc
-        if response.status_code >= 400:
-            raise http_error("the transcription server", response.status_code, response.text)
-        try:
-            payload = response.json()
+            payload = json.loads(answer.body)
         except ValueError:
             payload = None
         if isinstance(payload, dict) and isinstance(payload.get("text"), str):
             return str(payload["text"])
-        if "json" not in response.headers.get("content-type", ""):
-            return response.text
-        raise ServiceError(f"the transcription server's answer has no text: {response.text[:200]!r}")
-
-    def close(self) -> None:
-        self.client.close()
+        raise ServiceError(f"{who}'s answer has no text: {answer.text()[:200]!r}")
+    if kind == "text/plain":  # response_format "text"
+        return answer.text()
+    shown = " ".join(answer.text().split())[:120]
+    raise ServiceError(
+        f"{who} answered HTTP {answer.status} with {kind or 'no content type'}, not a transcription "
+        f"(a sign-in page or a wrong base_url?): {shown!r}"
+    )
 
 
 class OpenAITranscriptionSTT(STTService):
@@ -758,9 +772,18 @@ class OpenAITranscriptionSTT(STTService):
         base_url: The API's root (``.../v1``); default ``OPENAI_BASE_URL``, else OpenAI's.
         api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (required for OpenAI's host).
         params: Extra form fields (``prompt``, ``temperature``, ...).
-        timeout: Seconds to wait for each answer.
+        timeout: Seconds each request may take as a whole (connecting,
+            sending, waiting, reading the answer); past it the request is
+            cancelled and reported (a retryable ``ServiceError``).
         offload: Where the requests wait (default: :func:`io_offload`).
-        **kwargs: As for :class:`STTService` (``ttfs_p99_latency`` defaults to 1.5 s here).
+        **kwargs: As for :class:`STTService` (``ttfs_p99_latency`` defaults to
+            1.5 s here, ``end_grace`` to ``timeout`` plus a second).
+
+    Credentials in ``base_url`` (``https://user:key@host/v1``) are sent as
+    basic auth and kept out of the URL (and so out of every log line).
+    An answer must be JSON with a ``text`` or, for ``response_format=text``,
+    ``text/plain``; anything else (an HTML page) is a ``ServiceError``, never
+    the user's words.
 
     Raises:
         ConfigurationError: a bad URL, a missing key for OpenAI's host, or no httpx.
@@ -780,15 +803,17 @@ class OpenAITranscriptionSTT(STTService):
         **kwargs: Any,
     ) -> None:
         need_httpx(self)
+        seconds = _positive("timeout", timeout)
         kwargs.setdefault("ttfs_p99_latency", 1.5)
+        kwargs.setdefault("end_grace", seconds + 1.0)
         super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"OpenAITranscriptionSTT needs a model name, got {model!r}")
         self.model = model
-        self.base_url, self.headers = _endpoint(base_url, api_key)
+        self.base_url, self.headers, self.auth = _endpoint(base_url, api_key)
         self.url = f"{self.base_url}/audio/transcriptions"
         self.params = {k: str(v) for k, v in (params or {}).items()}
-        self.timeout = _positive("timeout", timeout)
+        self.timeout = seconds
 
     def __repr__(self) -> str:
         return f"OpenAITranscriptionSTT({self.model!r}, base_url={self.base_url!r})"
@@ -814,14 +839,20 @@ def http_error(who: str, status: int, body: str) -> ServiceError:
     )
 
 
-def _endpoint(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
-    """The API root and the auth header, checked (shared by the HTTP speech stages)."""
+def _endpoint(
+    base_url: str | None, api_key: str | None
+) -> tuple[str, dict[str, str], tuple[str, str] | None]:
+    """The API root (without credentials), the auth header, and basic-auth credentials from the URL, checked."""
     base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     parts = urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigurationError(f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {base!r}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = split_credentials(parts)[0] if parts.netloc else base
+        raise ConfigurationError(
+            f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {shown!r}"
+        )
     key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
     if not key and parts.hostname == "api.openai.com":
         raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return base.rstrip("/"), headers
+    root, auth = split_credentials(parts)
+    return root.rstrip("/"), headers, auth

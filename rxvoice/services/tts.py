@@ -82,6 +82,7 @@ from ..frames import (
 from ..pipeline.processor import EventfulProcessor, Port
 from ..text import SimpleTextAggregator
 from ..workers import Offload, default_offload, inline_offload
+from ._http import Answer, BoundedHTTP
 from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
 
 __all__ = [
@@ -131,7 +132,7 @@ def read_wav_pcm(data: bytes) -> tuple[bytes, int]:
     """The 16-bit mono PCM and rate of a WAV file in memory (streamed WAVs with bogus sizes too).
 
     Raises:
-        ServiceError: not a 16-bit PCM WAV.
+        ServiceError: not a 16-bit PCM WAV, or one without samples.
     """
     if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise ServiceError("the synthesizer's answer is not a WAV file")
@@ -152,6 +153,8 @@ def read_wav_pcm(data: bytes) -> tuple[bytes, int]:
                 break
             pcm = data[body:] if size >= len(data) - body else data[body:body + size]
             pcm = pcm[: len(pcm) - len(pcm) % (2 * channels)]
+            if not pcm:
+                raise ServiceError("the synthesizer's WAV holds no samples: there is nothing to play")
             if channels > 1:
                 import numpy as np
 
@@ -637,11 +640,51 @@ class EspeakTTS(TTSService):
         return _speech(pcm, rate, text)
 
 
+_RAW_PCM_TYPES = frozenset({"", "audio/pcm", "audio/x-pcm", "audio/l16", "audio/raw", "application/octet-stream"})
+"""Media types a raw 16-bit PCM answer may come with (none at all included)."""
+
+_CONTAINERS = ((b"ID3", "MP3"), (b"OggS", "Ogg"), (b"fLaC", "FLAC"), (b"\x1aE\xdf\xa3", "WebM"))
+"""Magic numbers of compressed audio that a raw-PCM media type may still hide."""
+
+
+def _speech_audio(answer: Answer, raw_rate: int) -> tuple[bytes, int]:
+    """The 16-bit mono PCM and rate of a speech server's answer: a WAV, or raw PCM at ``raw_rate``.
+
+    Raises:
+        ServiceError: an HTTP error status; an empty body or a WAV without
+            samples (nothing to play: its words must not count as spoken);
+            compressed audio (``audio/mpeg``, Ogg, FLAC, ...), which played as
+            PCM is noise; text or JSON; an odd number of bytes.
+    """
+    who = "the speech server"
+    if answer.status >= 400:
+        raise http_error(who, answer.status, answer.text())
+    data, kind = answer.body, answer.media_type
+    if not data:
+        raise ServiceError(f"{who} answered HTTP {answer.status} with an empty body: there is nothing to play")
+    if data[:4] == b"RIFF":
+        return read_wav_pcm(data)
+    found = next((name for magic, name in _CONTAINERS if data.startswith(magic)), None)
+    if kind not in _RAW_PCM_TYPES or found is not None:
+        what = f"{kind or 'no content type'}{f' ({found})' if found else ''}"
+        raise ServiceError(
+            f"{who} answered with {what}, not WAV or 16-bit PCM: ask for response_format 'wav' or 'pcm' "
+            f"(the answer starts {data[:40]!r})"
+        )
+    if len(data) % 2:
+        raise ServiceError(f"{who}'s raw PCM answer has an odd number of bytes ({len(data)}): not 16-bit samples")
+    return data, raw_rate
+
+
 class OpenAISpeechTTS(TTSService):
     """Any server that speaks OpenAI's speech API (``POST /audio/speech``).
 
     One request per unit of text; the answer is asked for as WAV (a raw
-    ``pcm`` answer is taken as OpenAI's 24 kHz 16-bit mono).
+    ``pcm`` answer is taken as OpenAI's 24 kHz 16-bit mono). An answer with
+    nothing to play (an empty body, a WAV without samples) or in another
+    format (``audio/mpeg``, ...) is a ``ServiceError``: that text is not
+    spoken, so it is not written to the conversation as said.
+    Credentials in ``base_url`` are sent as basic auth and kept out of the URL.
 
     Args:
         model: The model name (``gpt-4o-mini-tts``, ``tts-1``, ...).
@@ -649,9 +692,11 @@ class OpenAISpeechTTS(TTSService):
         base_url: The API's root (``.../v1``); default ``OPENAI_BASE_URL``, else OpenAI's.
         api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (required for OpenAI's host).
         params: Extra JSON fields (``speed``, ``instructions``, ...).
-        timeout: Seconds to wait for each answer.
+        timeout: Seconds each request may take as a whole (connecting,
+            sending, waiting, reading the answer); past it the request is
+            cancelled and reported (a retryable ``ServiceError``).
         offload: Where the requests wait (default: the I/O threads, :func:`rxvoice.services.stt.io_offload`).
-        **kwargs: As for :class:`TTSService`.
+        **kwargs: As for :class:`TTSService` (``end_grace`` defaults to ``timeout`` plus a second).
 
     Raises:
         ConfigurationError: a bad URL, a missing key for OpenAI's host, or no httpx.
@@ -674,51 +719,29 @@ class OpenAISpeechTTS(TTSService):
         **kwargs: Any,
     ) -> None:
         need_httpx(self)
+        seconds = _positive("timeout", timeout)
+        kwargs.setdefault("end_grace", seconds + 1.0)
         super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"OpenAISpeechTTS needs a model name, got {model!r}")
         self.model = model
         self.voice = voice
-        self.base_url, self.headers = _endpoint(base_url, api_key)
+        self.base_url, self.headers, auth = _endpoint(base_url, api_key)
         self.url = f"{self.base_url}/audio/speech"
         self.params = dict(params or {})
-        self.timeout = _positive("timeout", timeout)
-        self._client: Any = None
+        self.timeout = seconds
+        self._http = BoundedHTTP("the speech server", seconds, auth)  # shared by the sessions
 
     def __repr__(self) -> str:
         return f"OpenAISpeechTTS({self.model!r}, base_url={self.base_url!r})"
 
-    def _http(self) -> Any:
-        import httpx
-
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout)  # thread-safe: shared by the sessions
-        return self._client
-
     def synthesize(self, text: str) -> Speech:
-        import httpx
-
         body = {"model": self.model, "voice": self.voice, "input": text, "response_format": "wav", **self.params}
-        try:
-            response = self._http().post(self.url, json=body, headers=self.headers)
-        except httpx.HTTPError as exc:
-            raise ServiceError(f"the speech server did not answer: {exc!r}", retryable=True) from exc
-        if response.status_code >= 400:
-            raise http_error("the speech server", response.status_code, response.text)
-        data = response.content
-        if data[:4] == b"RIFF":
-            pcm, rate = read_wav_pcm(data)
-        else:
-            if len(data) % 2 or "json" in response.headers.get("content-type", "") or "text" in response.headers.get(
-                "content-type", ""
-            ):
-                raise ServiceError(f"the speech server's answer is not audio: {data[:120]!r}")
-            pcm, rate = data, self.raw_pcm_rate
+        answer = self._http.post(self.url, json=body, headers=self.headers)
+        pcm, rate = _speech_audio(answer, self.raw_pcm_rate)
         return _speech(pcm, rate, text)
 
     def close(self) -> None:
         """Close the HTTP connections (the stage can still be used: they reopen)."""
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._http.close()
 

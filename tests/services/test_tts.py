@@ -22,10 +22,10 @@ from rxvoice.frames import (
     LLMFullResponseStartFrame,
     LLMTextFrame,
     OutputAudioRawFrame,
+    TranscriptionFrame,
     TTSSpeakFrame,
     TTSStartedFrame,
     TTSStoppedFrame,
-    TranscriptionFrame,
     TTSTextFrame,
 )
 from rxvoice.services.stt import wav_bytes
