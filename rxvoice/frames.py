@@ -569,7 +569,9 @@ def _check_text_flags(frame: TextFrame) -> None:
 
     Built per token and per spoken word, so the common case is three identity tests.
     """
-    skip, spaces, append = frame.skip_tts, frame.includes_inter_frame_spaces, frame.append_to_context
+    skip: object = frame.skip_tts  # what a caller passed, whatever the annotation says
+    spaces: object = frame.includes_inter_frame_spaces
+    append: object = frame.append_to_context
     if (spaces is True or spaces is False) and (append is True or append is False) and (
         skip is None or skip is True or skip is False
     ):
@@ -633,7 +635,7 @@ class TranscriptionFrame(TextFrame):
 
     def __post_init__(self) -> None:
         _check_transcript(self)
-        finalized = self.finalized
+        finalized: object = self.finalized
         if finalized is not True and finalized is not False:
             _flag(self, "finalized")
 
