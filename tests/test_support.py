@@ -62,3 +62,19 @@ def test_a_missing_program_fails_in_one_line_naming_the_debian_package(monkeypat
         with pytest.raises(pytest.fail.Exception) as failed:
             require_program(program)
         assert str(failed.value) == f"{program} is not installed: sudo apt-get install {package} (see README.md)"
+
+
+def test_readme_ci_and_the_tests_name_the_same_system_packages() -> None:
+    """README's command 2 line, .ci/run's install and the tests' one-line failures agree on the Debian packages."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in readme.splitlines() if x.startswith("# 2. run the tests"))
+    listed = set(line.split("apt-get install", 1)[1].strip(" )").split())
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert listed == set(re.findall(r"missing\+=\(([\w-]+)\)", ci)) == set(support.PROGRAM_PACKAGES.values())
+
+
+def test_ci_runs_the_readme_commands_in_a_fresh_clone() -> None:
+    """.ci/run clones HEAD into an empty folder, drops RXVOICE_* and runs README's first shell block as written."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'git clone -q "$source_repo" "$work/rxvoice"' in ci and "mktemp -d" in ci
+    assert "grep '^RXVOICE_'" in ci and 'bash -c "${commands[$i]}"' in ci and "README.md)" in ci
