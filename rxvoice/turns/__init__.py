@@ -57,6 +57,7 @@ from .stop import (
     TurnAnalyzerStop,
 )
 from .strategy import StartStrategy, StopStrategy, Strategy
+from .words_wait import WordsState, WordsWait
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
@@ -105,6 +106,8 @@ __all__ = [
     "WakePhraseStart",
     "WordRules",
     "Words",
+    "WordsState",
+    "WordsWait",
     "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",
