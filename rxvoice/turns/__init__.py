@@ -47,6 +47,7 @@ from .mute import (
     MuteUntilFirstBotComplete,
 )
 from .offload import Offload, SchedulerOffload, inline_offload
+from .reasons import REASON_KINDS, TurnEndReason
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (
     TRANSCRIPT_GRACE,
@@ -60,6 +61,7 @@ from .strategy import StartStrategy, StopStrategy, Strategy
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
+    "REASON_KINDS",
     "RECOVERY_WINDOW",
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
@@ -95,6 +97,7 @@ __all__ = [
     "TranscriptionStart",
     "TurnAnalyzerStop",
     "TurnController",
+    "TurnEndReason",
     "TurnMachine",
     "TurnPort",
     "TurnScan",

@@ -44,6 +44,7 @@ from ..frames import (
 )
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
 from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
+from .reasons import TurnEndReason, model_label, no_vad_reason
 from .stop import (
     _analyze,
     _begin,
@@ -216,7 +217,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         need = self.needed_silence(words, s.model_complete)
         silence = now - s.speech_end
         if silence >= need - _EPS:
-            return s._replace(answered=True), (*effects, *_TIMERS, *stopped())
+            return s._replace(answered=True), (*effects, *_TIMERS, *stopped(reason=self.end_reason(s, words, now)))
         return s, (*effects, Arm("decide", need - silence))
 
     def _ask(self, s: FusedTurnState, now: float, effects: list[Effect]) -> FusedTurnState:
@@ -304,7 +305,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     def on_timer(self, state: FusedTurnState, key: str, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
         if key == "decide" and s.no_vad:
-            return s._replace(answered=True), (*_TIMERS, *stopped())
+            return s._replace(answered=True), (*_TIMERS, *stopped(reason=no_vad_reason(self.transcript_timeout)))
         if key == "grace":
             s = s._replace(grace_done=True)
         elif key == "stt":
@@ -347,3 +348,23 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return s, _TIMERS
         return s, (*_TIMERS, Touch(_clear))
 
+    # -- why (its own words, for UserTurnStopped.reason) ----------------------------------------
+
+    def end_reason(self, s: FusedTurnState, words: CompletionVerdict, now: float) -> TurnEndReason:
+        """Why this strategy answers now: the words' verdict, the model's and the silence that rule asks for."""
+        need = self.needed_silence(words, s.model_complete)
+        waited = abs(now - s.text_at) < _EPS  # the rule was met before the words came: they decided the instant
+        w = ", then waited for the words" if waited else ""
+        said = words.reason if words is _NO_WORDS else f"words {words.completion.value}: {words.reason}"
+        judged = None if words is _NO_WORDS else words.completion.value
+        model = model_label(self.analyzer)
+        p = " (no verdict yet)" if s.probability is None else f" (p={s.probability:.2f})"
+        if words.completion is Completion.INCOMPLETE:
+            kind, text = ("sequence" if words.tentative else "unfinished"), f"{said}; waited {need:g} s of silence{w}"
+        elif s.model_complete:
+            kind, text = "model", f"{model}: complete{p}, {said}{w}"
+        else:
+            kind = "words" if words.completion is Completion.COMPLETE else "unsure"
+            verdict = "" if self.analyzer is None else f"; {model} incomplete{p}"
+            text = f"{said}{verdict}; {need:g} s of silence{w}"
+        return TurnEndReason(kind, text, probability=s.probability, silence=need, words=judged, waited_for_words=waited)

@@ -45,6 +45,15 @@ from ..frames import (
 )
 from ..text.blank import is_blank
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
+from .reasons import (
+    WAITED_FOR_WORDS,
+    TurnEndReason,
+    fallback_reason,
+    model_label,
+    model_reason,
+    no_vad_reason,
+    silence_reason,
+)
 from .strategy import (
     NOTHING,
     Analyze,
@@ -133,6 +142,7 @@ class SpeechTimeoutState(NamedTuple):
     stt_timeout: float = 0.0
     stt_known: bool = False
     text_at: float = _NEVER
+    stop_secs: float = 0.0
 
 
 _CLEAR_TIMERS: Effects = (Disarm("speech"), Disarm("stt"), Disarm("grace"))
@@ -163,13 +173,21 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     def initial(self) -> SpeechTimeoutState:
         return SpeechTimeoutState()
 
-    def _check(self, s: SpeechTimeoutState, effects: Effects) -> tuple[SpeechTimeoutState, Effects]:
+    def _check(
+        self, s: SpeechTimeoutState, effects: Effects, waited: bool = False
+    ) -> tuple[SpeechTimeoutState, Effects]:
         if (
             not s.speaking and s.speech_done and s.stt_done
             and (not self.wait_for_transcript or (s.has_text and s.grace_done))
         ):
-            return s, (*effects, *_CLEAR_TIMERS, *stopped())
+            return s, (*effects, *_CLEAR_TIMERS, *stopped(reason=self.end_reason(s, waited)))
         return s, effects
+
+    def end_reason(self, s: SpeechTimeoutState, waited: bool = False) -> TurnEndReason:
+        """Why this strategy ends a turn in state ``s`` (``waited``: the words came last)."""
+        if not s.vad_stopped:
+            return no_vad_reason(self.user_speech_timeout)
+        return silence_reason(s.stop_secs + self.user_speech_timeout, waited=waited)
 
     def on_frame(
         self, state: SpeechTimeoutState, frame: Frame, now: float
@@ -196,7 +214,7 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
                     effects.append(Arm("grace", grace))
             return SpeechTimeoutState(
                 False, True, s.has_text, segment_text, s.finalized, False, stt_done, grace_done,
-                s.stt_timeout, s.stt_known, s.text_at,
+                s.stt_timeout, s.stt_known, s.text_at, stop_secs,
             ), tuple(effects)
         if t is TranscriptionFrame:
             if not _words(frame):
@@ -214,8 +232,8 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
                 out.append(Arm("speech", self.user_speech_timeout))
             return self._check(SpeechTimeoutState(
                 s.speaking, s.vad_stopped, True, True, finalized, speech_done, stt_done, True,
-                s.stt_timeout, s.stt_known, now,
-            ), tuple(out))
+                s.stt_timeout, s.stt_known, now, s.stop_secs,
+            ), tuple(out), waited=True)
         if t is InterimTranscriptionFrame:
             if not s.finalized:
                 return s, NOTHING
@@ -281,6 +299,8 @@ class TurnAnalyzerState(NamedTuple):
     stt_timeout: float = 0.0
     stt_known: bool = False
     text_at: float = _NEVER
+    cause: str = ""
+    probability: float | None = None
 
 
 _ANALYZER_TIMERS: Effects = (Disarm("stt"), Disarm("grace"), Disarm("fallback"))
@@ -375,13 +395,24 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
 
     # -- deciding ---------------------------------------------------------------
 
-    def _check(self, s: TurnAnalyzerState, effects: list[Effect]) -> tuple[TurnAnalyzerState, Effects]:
+    def _check(
+        self, s: TurnAnalyzerState, effects: list[Effect], waited: bool = False
+    ) -> tuple[TurnAnalyzerState, Effects]:
         if not s.speaking and s.complete and not s.fallback and (
             not self.wait_for_transcript
             or (s.has_text and (s.finalized or s.stt_done) and (s.segment_text or s.grace_done))
         ):
-            return s, (*effects, *_ANALYZER_TIMERS, *stopped())
+            return s, (*effects, *_ANALYZER_TIMERS, *stopped(reason=self.end_reason(s, waited)))
         return s, tuple(effects)
+
+    def end_reason(self, s: TurnAnalyzerState, waited: bool = False) -> TurnEndReason:
+        """Why this strategy ends a turn in state ``s`` (``waited``: the words came last)."""
+        model = model_label(self.analyzer)
+        if s.cause == "no-vad":
+            return no_vad_reason(self.transcript_timeout)
+        if s.cause == "fallback":
+            return fallback_reason(model, getattr(getattr(self.analyzer, "params", None), "stop_secs", None))
+        return model_reason(model, s.probability, waited=waited)
 
     def _ask(self, s: TurnAnalyzerState, now: float, effects: list[Effect]) -> TurnAnalyzerState:
         """Ask for a verdict on the current segment (at most one in flight)."""
@@ -428,7 +459,7 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
                 # No VAD around this transcript: nothing to judge, count the quiet from it.
                 return s._replace(
                     has_text=True, segment_text=True, finalized=finalized, complete=True, fallback=True,
-                    stt_done=False, grace_done=True, text_at=now,
+                    stt_done=False, grace_done=True, text_at=now, cause="no-vad",
                 ), (Disarm("stt"), Disarm("grace"), Arm("fallback", self.transcript_timeout))
             out: list[Effect] = [Disarm("grace")]
             if finalized:
@@ -436,7 +467,7 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
             return self._check(s._replace(
                 has_text=True, segment_text=True, finalized=finalized, stt_done=s.stt_done or finalized,
                 grace_done=True, text_at=now,
-            ), out)
+            ), out, waited=True)
         if t is InterimTranscriptionFrame:
             return (s._replace(finalized=False), NOTHING) if s.finalized else (s, NOTHING)
         if t is STTMetadataFrame:
@@ -465,18 +496,18 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
                 log.warning("feeding the end-of-turn analyzer failed (%s); chunk skipped", value)
                 return s, NOTHING
             if value is True:  # the stream's silence fallback: speech, then long enough a silence
-                return self._check(s._replace(complete=True, fallback=False), [])
+                return self._check(s._replace(complete=True, fallback=False, cause="fallback"), [])
             return s, NOTHING
         if not key.startswith(_VERDICT):
             return s, NOTHING
-        complete, _probability, effects = verdict_effects(value, now - s.asked_at)
+        complete, probability, effects = verdict_effects(value, now - s.asked_at)
         current = key == f"{_VERDICT}{s.segment}"
         reanalyze = s.reanalyze
         s = s._replace(inflight=False, reanalyze=False)
         if reanalyze:
             s = self._ask(s, now, effects)
         if current and complete and not s.speaking:
-            return self._check(s._replace(complete=True), effects)
+            return self._check(s._replace(complete=True, cause="model", probability=probability), effects)
         return s, tuple(effects)
 
     def on_turn_started(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
@@ -549,8 +580,13 @@ class ExternalStop(StopStrategy[ExternalState]):
     def initial(self) -> ExternalState:
         return ExternalState()
 
-    def _end(self, s: ExternalState) -> Effects:
-        return (Disarm("grace"), Disarm("settle"), *stopped(False if s.announced_elsewhere else None))
+    def _end(self, s: ExternalState, waited: bool = False) -> Effects:
+        if waited and not s.segment_text:
+            reason = TurnEndReason("external", "a stop decided upstream; the words of that speech did not come")
+        else:
+            reason = TurnEndReason("external", f"a stop decided upstream{WAITED_FOR_WORDS if waited else ''}",
+                                   waited_for_words=waited)
+        return (Disarm("grace"), Disarm("settle"), *stopped(False if s.announced_elsewhere else None, reason))
 
     def _check(self, s: ExternalState, waited: bool = False) -> tuple[ExternalState, Effects]:
         if not s.turn_open or s.speaking or not s.stop_seen:
@@ -561,7 +597,7 @@ class ExternalStop(StopStrategy[ExternalState]):
             return s, NOTHING
         if not s.has_text and not s.announced_elsewhere:
             return s, NOTHING  # a proposal with no words at all: the watchdog decides
-        return s, self._end(s)
+        return s, self._end(s, waited)
 
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         t = type(frame)
@@ -631,7 +667,10 @@ class ExternalCompletionStop(StopStrategy[None]):
         return None
 
     def on_frame(self, state: None, frame: Frame, now: float) -> tuple[None, Effects]:
-        return None, (Finalize(),)
+        return None, (Finalize(reason=_JUDGED),)
+
+
+_JUDGED = TurnEndReason("external", "an external judge said the turn is complete")
 
 
 def _no_finalize(effects: Effects) -> Effects:
