@@ -295,3 +295,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         if self.analyzer is None:
             return s, (Disarm(_DECIDE), *effects)
         return s, (Disarm(_DECIDE), *effects, *clear_stream())
+
+    def on_turn_resumed(self, state: FusedTurnState, words: str, now: float) -> tuple[FusedTurnState, Effects]:
+        # The reopened turn keeps its words: a continuation without words (a cough) is bounded like any other.
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING

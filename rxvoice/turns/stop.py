@@ -157,6 +157,9 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
 
     on_turn_stopped = on_turn_started
 
+    def on_turn_resumed(self, state: SpeechTimeoutState, words: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
+
 
 class TurnAnalyzerState(NamedTuple):
     """Where an end-of-turn model's decision stands."""
@@ -275,6 +278,9 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
     def on_turn_stopped(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
         words, effects = self.words.reset(state.words)
         return TurnAnalyzerState(words, state.asks.next_segment()), (Disarm(_FALLBACK), *effects, *clear_stream())
+
+    def on_turn_resumed(self, state: TurnAnalyzerState, words: str, now: float) -> tuple[TurnAnalyzerState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
 
 
 class ExternalState(NamedTuple):
@@ -396,6 +402,9 @@ class ExternalStop(StopStrategy[ExternalState]):
     def on_turn_stopped(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
         return ExternalState(self.words.reset(state.words)[0]), _EXTERNAL_TIMERS
 
+    def on_turn_resumed(self, state: ExternalState, words: str, now: float) -> tuple[ExternalState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
+
 
 @dataclass(frozen=True)
 class ExternalCompletionStop(StopStrategy[None]):
@@ -466,6 +475,10 @@ class Deferred(StopStrategy[Any]):
 
     def on_turn_stopped(self, state: Any, now: float) -> tuple[Any, Effects]:
         s, e = self.inner.on_turn_stopped(state, now)
+        return s, _no_finalize(e)
+
+    def on_turn_resumed(self, state: Any, words: str, now: float) -> tuple[Any, Effects]:
+        s, e = self.inner.on_turn_resumed(state, words, now)
         return s, _no_finalize(e)
 
     def open_resource(self, sample_rate: int) -> Any:
