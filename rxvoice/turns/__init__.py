@@ -47,6 +47,7 @@ from .mute import (
     MuteUntilFirstBotComplete,
 )
 from .offload import Offload, SchedulerOffload, inline_offload
+from .reasons import REASON_KINDS, TurnEndReason
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (
     TRANSCRIPT_GRACE,
@@ -61,6 +62,7 @@ from .words_wait import WordsState, WordsWait
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
+    "REASON_KINDS",
     "RECOVERY_WINDOW",
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
@@ -96,6 +98,7 @@ __all__ = [
     "TranscriptionStart",
     "TurnAnalyzerStop",
     "TurnController",
+    "TurnEndReason",
     "TurnMachine",
     "TurnPort",
     "TurnScan",

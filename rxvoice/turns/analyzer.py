@@ -95,7 +95,8 @@ class EndOfTurnAnalyzer(Protocol):
     """Opens one :class:`EndOfTurnStream` per session.
 
     An implementation may also have a ``params`` attribute (announced in a
-    ``SpeechControlParamsFrame`` at session start) and its streams a
+    ``SpeechControlParamsFrame`` at session start), a ``label`` (how turn-end
+    reasons name it: ``"Smart Turn"``) and its streams a
     ``close()`` method (called once when the session ends, possibly while
     an ``analyze`` of it still runs on a worker if the session ended
     mid-verdict).

@@ -54,6 +54,7 @@ from .analyzer import (
     vad_started,
 )
 from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
+from .reasons import TurnEndReason, model_label, no_vad_reason
 from .strategy import NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
@@ -214,7 +215,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         need = self.needed_silence(words, s.model_complete)
         silence = now - s.words.speech_end
         if silence >= need - _EPS:
-            return self._answer(s, effects)
+            return self._answer(s, effects, self.end_reason(s, words, now))
         return s, (*effects, Arm(_DECIDE, need - silence))
 
     def _decide_without_vad(self, text: str) -> float:
@@ -225,8 +226,29 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             wait = max(wait, self.needed_silence(words, False))
         return wait
 
-    def _answer(self, s: FusedTurnState, effects: list[Effect]) -> tuple[FusedTurnState, Effects]:
-        return s._replace(answered=True), (*effects, Disarm(_DECIDE), *self.words.cancel, *stopped())
+    def _answer(
+        self, s: FusedTurnState, effects: list[Effect], reason: TurnEndReason
+    ) -> tuple[FusedTurnState, Effects]:
+        return s._replace(answered=True), (*effects, Disarm(_DECIDE), *self.words.cancel, *stopped(reason=reason))
+
+    def end_reason(self, s: FusedTurnState, words: CompletionVerdict, now: float) -> TurnEndReason:
+        """Why this strategy answers now: the words' verdict, the model's and the silence that rule asks for."""
+        need = self.needed_silence(words, s.model_complete)
+        waited = abs(now - s.words.text_at) < _EPS  # the rule was met before the words came: they decided the instant
+        w = ", then waited for the words" if waited else ""
+        said = words.reason if words is _NO_WORDS else f"words {words.completion.value}: {words.reason}"
+        judged = None if words is _NO_WORDS else words.completion.value
+        model = model_label(self.analyzer)
+        p = " (no verdict yet)" if s.probability is None else f" (p={s.probability:.2f})"
+        if words.completion is Completion.INCOMPLETE:
+            kind, text = ("sequence" if words.tentative else "unfinished"), f"{said}; waited {need:g} s of silence{w}"
+        elif s.model_complete:
+            kind, text = "model", f"{model}: complete{p}, {said}{w}"
+        else:
+            kind = "words" if words.completion is Completion.COMPLETE else "unsure"
+            verdict = "" if self.analyzer is None else f"; {model} incomplete{p}"
+            text = f"{said}{verdict}; {need:g} s of silence{w}"
+        return TurnEndReason(kind, text, probability=s.probability, silence=need, words=judged, waited_for_words=waited)
 
     # -- the waiting: the words of the last speech, the model's verdicts, the timers --------------
 
@@ -269,7 +291,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     def on_timer(self, state: FusedTurnState, key: str, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
         if key == _DECIDE:
-            return self._answer(s, []) if s.no_vad else self._decide(s, now, [])
+            if s.no_vad:
+                return self._answer(s, [], no_vad_reason(self.transcript_timeout))
+            return self._decide(s, now, [])
         words = self.words.on_timer(s.words, key)
         return (s, NOTHING) if words is None else self._decide(s._replace(words=words), now, [])
 

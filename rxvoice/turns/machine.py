@@ -94,6 +94,7 @@ from .controller import ACTIVITY, SPEAKING_OFF, SPEAKING_ON, TurnController
 from .idle import IDLE_TYPES, SPEECH_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteStrategy, mute_types
+from .reasons import TurnEndReason, end_of_session_reason, watchdog_reason
 from .recommend import recommended_controller
 from .reports import (
     EVENT_USER_MUTE_STARTED,
@@ -372,7 +373,8 @@ class TurnMachine:
         words.commit(now)
         content, uid, started = words.content()
         if (s.open or content) and s.port.listens(EVENT_USER_TURN_STOPPED):
-            s.port.event(EVENT_USER_TURN_STOPPED, self._report(s, None, content, uid, started, now))
+            s.port.event(EVENT_USER_TURN_STOPPED,
+                         self._report(s, None, content, uid, started, now, end_of_session_reason()))
         words.ended(now)
         s.port.disarm_all()
         s.watchdog_armed = False
@@ -570,7 +572,7 @@ class TurnMachine:
                     if port.listens(EVENT_USER_TURN_INFERENCE_TRIGGERED):
                         port.event(EVENT_USER_TURN_INFERENCE_TRIGGERED, strategy)
             elif et is Finalize:
-                self._stopped(s, strategy, e.speaking_frames, now)
+                self._stopped(s, strategy, e.speaking_frames, now, e.reason)
             elif et is ResetAggregation:
                 if not s.open:  # the words of an open turn are never dropped
                     s.words.reset()
@@ -634,7 +636,10 @@ class TurnMachine:
 
     # the turn stops
 
-    def _stopped(self, s: TurnState, strategy: Strategy[Any] | None, speaking_frames: bool | None, now: float) -> None:
+    def _stopped(
+        self, s: TurnState, strategy: Strategy[Any] | None, speaking_frames: bool | None, now: float,
+        reason: TurnEndReason | None = None,
+    ) -> None:
         if not s.open or s.speaking:
             return
         s.open = False
@@ -650,7 +655,7 @@ class TurnMachine:
         words.commit(now)
         content, uid, started = words.content()
         if port.listens(EVENT_USER_TURN_STOPPED):
-            port.event(EVENT_USER_TURN_STOPPED, self._report(s, strategy, content, uid, started, now))
+            port.event(EVENT_USER_TURN_STOPPED, self._report(s, strategy, content, uid, started, now, reason))
         had_words, answered = words.finished(now, s)
         self._idle(s, _STOPPED, answered=answered)
         s.answered_at = now if had_words else None
@@ -662,10 +667,11 @@ class TurnMachine:
 
     @staticmethod
     def _report(
-        s: TurnState, strategy: Any, content: str, uid: str, started: float | None, now: float
+        s: TurnState, strategy: Any, content: str, uid: str, started: float | None, now: float,
+        reason: TurnEndReason | None = None,
     ) -> UserTurnStopped:
         began = started if started is not None else s.started_at if s.started_at is not None else now
-        return UserTurnStopped(strategy, content, iso8601(began), uid)
+        return UserTurnStopped(strategy, content, iso8601(began), uid, reason)
 
     # 4. the watchdog
 
@@ -685,7 +691,7 @@ class TurnMachine:
         elif s.open and not s.speaking:
             if s.port.listens(EVENT_USER_TURN_STOP_TIMEOUT):
                 s.port.event(EVENT_USER_TURN_STOP_TIMEOUT)
-            self._stopped(s, None, None, now)
+            self._stopped(s, None, None, now, watchdog_reason(timeout))
 
     # 5. the idle watch
 

@@ -45,6 +45,15 @@ from .analyzer import (
     vad_started,
 )
 from .analyzer import verdict_effects as verdict_effects
+from .reasons import (
+    WAITED_FOR_WORDS,
+    TurnEndReason,
+    fallback_reason,
+    model_label,
+    model_reason,
+    no_vad_reason,
+    silence_reason,
+)
 from .strategy import (
     NOTHING,
     Arm,
@@ -90,6 +99,8 @@ class SpeechTimeoutState(NamedTuple):
     words: WordsState = WordsState()
     speech_done: bool = False
     """``user_speech_timeout`` of silence passed since the VAD stop (or since the words, without a VAD)."""
+    stop_secs: float = 0.0
+    """The last VAD stop's ``stop_secs`` (the silence it had already heard), for the reason."""
 
     @property
     def speaking(self) -> bool:
@@ -124,11 +135,19 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     def initial(self) -> SpeechTimeoutState:
         return SpeechTimeoutState()
 
-    def _check(self, s: SpeechTimeoutState, effects: Effects) -> tuple[SpeechTimeoutState, Effects]:
+    def _check(
+        self, s: SpeechTimeoutState, effects: Effects, waited: bool = False
+    ) -> tuple[SpeechTimeoutState, Effects]:
         w = s.words
         if not w.speaking and s.speech_done and w.stt_done and self.words.ready(w):
-            return s, (*effects, Disarm(_SPEECH), *self.words.cancel, *stopped())
+            return s, (*effects, Disarm(_SPEECH), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
         return s, effects
+
+    def end_reason(self, s: SpeechTimeoutState, waited: bool = False) -> TurnEndReason:
+        """Why this strategy ends a turn in state ``s`` (``waited``: the words came last)."""
+        if not s.words.vad_stopped:
+            return no_vad_reason(self.user_speech_timeout)
+        return silence_reason(s.stop_secs + self.user_speech_timeout, waited=waited)
 
     def on_frame(
         self, state: SpeechTimeoutState, frame: Frame, now: float
@@ -138,11 +157,12 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         if t is VADUserStartedSpeakingFrame:
             return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
         if t is VADUserStoppedSpeakingFrame:
-            return SpeechTimeoutState(words), (Arm(_SPEECH, self.user_speech_timeout), *effects)
+            stop_secs = float(getattr(frame, "stop_secs", 0.0))
+            return SpeechTimeoutState(words, stop_secs=stop_secs), (Arm(_SPEECH, self.user_speech_timeout), *effects)
         if t is TranscriptionFrame and has_words(frame):
             if state.words.no_vad:  # no VAD around this transcript: count the silence from it
                 return self._check(SpeechTimeoutState(words), (*effects, Arm(_SPEECH, self.user_speech_timeout)))
-            return self._check(state._replace(words=words), effects)
+            return self._check(state._replace(words=words), effects, waited=True)
         return state._replace(words=words), effects
 
     def on_timer(self, state: SpeechTimeoutState, key: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
@@ -170,6 +190,10 @@ class TurnAnalyzerState(NamedTuple):
     """The model (or its stream's silence fallback) said the turn is complete."""
     fallback: bool = False
     """No VAD around the words: the turn ends ``transcript_timeout`` after them."""
+    cause: str = ""
+    """What said complete, for the reason: ``model``, ``fallback`` (the stream's silence) or ``no-vad``."""
+    probability: float | None = None
+    """The model's probability behind a complete verdict."""
 
     @property
     def speaking(self) -> bool:
@@ -226,10 +250,21 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
     def close_resource(self, resource: Any) -> None:
         close_session(resource)
 
-    def _check(self, s: TurnAnalyzerState, effects: Effects) -> tuple[TurnAnalyzerState, Effects]:
+    def _check(
+        self, s: TurnAnalyzerState, effects: Effects, waited: bool = False
+    ) -> tuple[TurnAnalyzerState, Effects]:
         if not s.words.speaking and s.complete and not s.fallback and self.words.ready(s.words):
-            return s, (*effects, Disarm(_FALLBACK), *self.words.cancel, *stopped())
+            return s, (*effects, Disarm(_FALLBACK), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
         return s, effects
+
+    def end_reason(self, s: TurnAnalyzerState, waited: bool = False) -> TurnEndReason:
+        """Why this strategy ends a turn in state ``s`` (``waited``: the words came last)."""
+        model = model_label(self.analyzer)
+        if s.cause == "no-vad":
+            return no_vad_reason(self.transcript_timeout)
+        if s.cause == "fallback":
+            return fallback_reason(model, getattr(getattr(self.analyzer, "params", None), "stop_secs", None))
+        return model_reason(model, s.probability, waited=waited)
 
     def on_frame(self, state: TurnAnalyzerState, frame: Frame, now: float) -> tuple[TurnAnalyzerState, Effects]:
         t = type(frame)
@@ -247,9 +282,9 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
             return TurnAnalyzerState(words, asks), tuple(out)
         if t is TranscriptionFrame and has_words(frame):
             if state.words.no_vad:  # no VAD around this transcript: nothing to judge, count the quiet from it
-                s = state._replace(words=words, complete=True, fallback=True)
+                s = state._replace(words=words, complete=True, fallback=True, cause="no-vad")
                 return s, (*effects, Arm(_FALLBACK, self.transcript_timeout))
-            return self._check(state._replace(words=words), effects)
+            return self._check(state._replace(words=words), effects, waited=True)
         return state._replace(words=words), effects
 
     def on_timer(self, state: TurnAnalyzerState, key: str, now: float) -> tuple[TurnAnalyzerState, Effects]:
@@ -264,11 +299,11 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
         asks, answer, effects = answered(state.asks, key, value, now)
         if answer is None:  # audio fed: the stream's silence fallback may have ended the turn
             if fed(value):
-                return self._check(state._replace(complete=True, fallback=False), NOTHING)
+                return self._check(state._replace(complete=True, fallback=False, cause="fallback"), NOTHING)
             return state, NOTHING
         s = state._replace(asks=asks)
         if answer.current and answer.complete and not s.words.speaking:
-            return self._check(s._replace(complete=True), tuple(effects))
+            return self._check(s._replace(complete=True, cause="model", probability=answer.probability), tuple(effects))
         return s, tuple(effects)
 
     def on_turn_started(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
@@ -347,19 +382,24 @@ class ExternalStop(StopStrategy[ExternalState]):
     def initial(self) -> ExternalState:
         return ExternalState()
 
-    def _end(self, s: ExternalState) -> Effects:
-        return (*_EXTERNAL_TIMERS, *stopped(False if s.announced_elsewhere else None))
+    def _end(self, s: ExternalState, waited: bool = False) -> Effects:
+        if waited and not s.words.fresh:
+            reason = TurnEndReason("external", "a stop decided upstream; the words of that speech did not come")
+        else:
+            reason = TurnEndReason("external", f"a stop decided upstream{WAITED_FOR_WORDS if waited else ''}",
+                                   waited_for_words=waited)
+        return (*_EXTERNAL_TIMERS, *stopped(False if s.announced_elsewhere else None, reason))
 
     def _check(self, s: ExternalState, waited: bool = False) -> tuple[ExternalState, Effects]:
         if not s.turn_open or s.speaking or not s.stop_seen:
             return s, NOTHING
         if not self.wait_for_transcript:
-            return s, self._end(s)
+            return s, self._end(s, waited)
         if not waited and (not s.words.fresh or s.interim_pending or s.settling):
             return s, NOTHING
         if not s.words.text and not s.announced_elsewhere:
             return s, NOTHING  # a proposal with no words at all: the watchdog decides
-        return s, self._end(s)
+        return s, self._end(s, waited)
 
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         # This strategy times its own wait (from the stop decided elsewhere): the words wait only tracks.
@@ -421,7 +461,10 @@ class ExternalCompletionStop(StopStrategy[None]):
         return None
 
     def on_frame(self, state: None, frame: Frame, now: float) -> tuple[None, Effects]:
-        return None, (Finalize(),)
+        return None, (Finalize(reason=_JUDGED),)
+
+
+_JUDGED = TurnEndReason("external", "an external judge said the turn is complete")
 
 
 def _no_finalize(effects: Effects) -> Effects:
