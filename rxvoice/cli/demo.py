@@ -24,8 +24,10 @@ from ..context import ContextSnapshot, LLMContext
 from ..errors import InvalidTranscriptError
 from ..testing import Reply, Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .analysis import Analysis, BotReply, Observation, Setup, Turn, Verdict, analyze
+from .observations import BotReply, Observation, Turn, Verdict
 from .report import describe_setup
+from .runner import Analysis, analyze
+from .setups import Setup
 from .turns import add_common_options
 from .wav import Recording, read_wav
 

@@ -41,9 +41,11 @@ import numpy as np
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Segment, Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .analysis import STOP_CHOICES, VAD_CHOICES, Analysis, Recovered, Setup, Turn, analyze, check_transcript
-from .analysis import _stop_strategy as stop_strategy
+from .observations import Recovered, Turn
 from .progress import Progress
+from .runner import Analysis, analyze
+from .score import check_transcript
+from .setups import STOP_CHOICES, VAD_CHOICES, Setup, stop_strategy
 from .wav import RATE, Recording, read_wav
 
 __all__ = [

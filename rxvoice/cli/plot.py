@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from ._common import CLIError, signed
-from .analysis import Analysis, Words
+from .observations import Words
 from .report import describe_setup, ignored_verdicts, no_speech_reason
+from .runner import Analysis
 from .wav import RATE
 
 __all__ = ["fit_label", "plot_timeline", "timeline_figure"]

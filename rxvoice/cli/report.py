@@ -43,8 +43,11 @@ from typing import Any
 import numpy as np
 
 from ._common import secs
-from .analysis import Analysis, Score, Setup, SpeechStarted, Turn, Verdict, Words
 from .labels import LabelsSummary, LabelVerdict, summarize
+from .observations import SpeechStarted, Turn, Verdict, Words
+from .runner import Analysis
+from .score import Score
+from .setups import Setup
 from .wav import RATE
 
 __all__ = [

@@ -63,7 +63,7 @@ from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
 from ._common import CLIError
-from .analysis import Setup, _stop_strategy
+from .setups import Setup, stop_strategy
 from .turns import make_setup
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
@@ -367,7 +367,7 @@ def make_stage(options: ServeOptions, transport: Any) -> Stage:
         return watch.analyzer
 
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
-    pair = Pair(context, turns=TurnsConfig(stop=[_stop_strategy(setup)]))
+    pair = Pair(context, turns=TurnsConfig(stop=[stop_strategy(setup)]))
     user, assistant = pair.user(), pair.assistant()
     user.events.on("on_user_turn_started", watch.turn_started)
     user.events.on("on_user_turn_stopped", watch.turn_stopped)
@@ -388,7 +388,7 @@ def make_app(options: ServeOptions) -> Any:
     """The aiohttp application of ``rxvoice serve``."""
     from ..transports import voice_app
 
-    _stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
+    stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
     SileroVADAnalyzer(16000).close()
     return voice_app(partial_stage(options), allowed_origins=options.allowed_origins,
                      max_connections=options.max_connections)

@@ -2,7 +2,7 @@
 
 A transcript is taken from ``--transcript``, else from ``<name>.transcript.json``
 beside the WAV (``--no-transcript`` ignores it); without one, placeholders
-made from the VAD stand in for the STT (see :mod:`rxvoice.cli.analysis`).
+made from the VAD stand in for the STT (see :mod:`rxvoice.cli.runner`).
 A ``labels.csv`` beside the recordings (:mod:`rxvoice.cli.labels`) adds each
 file's verdict against its label, and the accuracy.
 """
@@ -18,10 +18,12 @@ from typing import Any, TextIO
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .analysis import Setup, analyze, check_transcript
 from .labels import LABELS_FILE, Label, judge, read_labels
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
+from .runner import analyze
+from .score import check_transcript
+from .setups import Setup
 from .transcribe import STT_CHOICES, recognized_words
 from .wav import read_wav
 

@@ -165,7 +165,7 @@ def test_a_verdict_delivered_just_after_the_turn_event_is_the_deciding_reason() 
     from rxvoice import frames as F
     from rxvoice.aggregators.reports import UserTurnStopped
     from rxvoice.cli.analysis import Setup as S
-    from rxvoice.cli.analysis import _Collector
+    from rxvoice.cli.runner import _Collector
     from rxvoice.turns import FusedTurnStop, TurnAnalyzerStop
     from tests.turns.helpers import FakeAnalyzer
 
