@@ -59,9 +59,7 @@ from ..pipeline.session import Session
 from ..pipeline.stage import Stage
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
-from ..turns import FusedTurnStop, SchedulerOffload, TurnsConfig
-from ..turns.completion import Completion
-from ._common import signed
+from ..turns import SchedulerOffload, TurnsConfig
 from .observations import (
     BotReply,
     Observation,
@@ -267,7 +265,6 @@ class _Collector:
         self.observations: list[Observation] = []
         self.turn_start: float | None = None
         self.turn_index = 0
-        self.watchdog = False
         self.defer = defer if defer is not None else (lambda fn: fn())
         self.pending: list[Callable[[], None]] = []
 
@@ -311,11 +308,7 @@ class _Collector:
     def turn_started(self, _agg: object, _strategy: object = None) -> None:
         self.turn_index += 1
         self.turn_start = self.now()
-        self.watchdog = False
         self.add(TurnStarted(self.turn_start, self.turn_index))
-
-    def stop_timeout(self, _agg: object, _payload: object = None) -> None:
-        self.watchdog = True
 
     def recovered(self, _agg: object, _payload: object = None) -> None:
         self.add(Recovered(self.now()))
@@ -327,29 +320,25 @@ class _Collector:
     def turn_stopped(self, _agg: object, stopped: UserTurnStopped) -> None:
         t = self.now()
         started = self.turn_start if self.turn_start is not None else t
-        index, watchdog = self.turn_index, self.watchdog
+        index = self.turn_index
         self.turn_start = None
-        # Explained once this instant is over (or at the next observation): a verdict that decided the
-        # turn may be delivered just after the event.
-        self.pending.append(lambda: self._explain(t, started, index, watchdog, stopped))
+        # Observed once this instant is over (or at the next observation): the verdict that decided the
+        # turn may be delivered just after the event, and it reads better before the turn it ended.
+        self.pending.append(lambda: self._explain(t, started, index, stopped))
         self.defer(self.flush)
 
-    def _explain(self, t: float, started: float, index: int, watchdog: bool, stopped: UserTurnStopped) -> None:
+    def _explain(self, t: float, started: float, index: int, stopped: UserTurnStopped) -> None:
+        """The turn as an observation, with the reason its stop strategy (or the watchdog) gave."""
         strategy = stopped.strategy.name if stopped.strategy is not None else None
         speech_end, premature = self._speech_end(t)
-        verdict = self._deciding_verdict()
-        if isinstance(stopped.strategy, FusedTurnStop):
-            cause, reason = self._fused_reason(t, stopped.strategy, stopped.content, verdict)
+        reason = stopped.reason
+        if reason is None:  # a strategy that says nothing about why
+            cause, text, probability = "other", strategy or "(no reason given)", None
         else:
-            self.watchdog = watchdog
-            cause, reason = self._reason(t, strategy, verdict, speech_end)
+            cause, text, probability = reason.kind, reason.text, reason.probability
         latency = None if speech_end is None else round(t - speech_end, 6)
-        with_model = strategy in ("TurnAnalyzerStop", "FusedTurnStop")
-        probability = verdict.probability if verdict is not None and with_model else None
-        self.add(Turn(index, started, t, strategy, cause, reason, speech_end, latency,
+        self.add(Turn(index, started, t, strategy, cause, text, speech_end, latency,
                       stopped.content, probability, premature))
-
-    # -- explaining a decision --------------------------------------------------------
 
     def _speech_end(self, t: float) -> tuple[float | None, bool | None]:
         """When the speech before ``t`` ended, and (with a labeled transcript) whether the turn cut it off."""
@@ -360,71 +349,6 @@ class _Collector:
         if not self.labeled:
             return seg.end, None
         return seg.end, (t < seg.end - _EPS) or not seg.turn_end
-
-    def _deciding_verdict(self) -> Verdict | None:
-        """The last verdict since the last VAD stop."""
-        verdict: Verdict | None = None
-        for o in self.observations:
-            if isinstance(o, SpeechStopped | SpeechStarted):
-                verdict = None
-            elif isinstance(o, Verdict):
-                verdict = o
-        return verdict
-
-    def _words_arrived_at(self, t: float) -> bool:
-        return any(isinstance(o, Words) and abs(o.time - t) < _EPS for o in self.observations)
-
-    def _fused_reason(
-        self, t: float, strategy: FusedTurnStop, text: str, verdict: Verdict | None
-    ) -> tuple[str, str]:
-        """``(cause, reason)`` of a :class:`FusedTurnStop` decision, by the strategy's own rules."""
-        waited = ", then waited for the words" if self._words_arrived_at(t) else ""
-        stop = self._last(SpeechStopped)
-        start = self._last(TurnStarted)
-        if stop is None or (start is not None and stop.time < start.time - _EPS):
-            return "no-vad", f"{strategy.transcript_timeout:g} s after the words (no VAD pause to judge)"
-        fresh = any(isinstance(o, Words) and o.time >= stop.speech_end - _EPS for o in self.observations)
-        words = strategy.words_verdict(text) if fresh else None
-        model = verdict is not None and verdict.probability > strategy.complete_threshold
-        p = " (no verdict yet)" if verdict is None else f" (p={verdict.probability:.2f})"
-        said = "no words for the last speech" if words is None else f"words {words.completion.value}: {words.reason}"
-        completion = Completion.UNSURE if words is None else words.completion
-        if completion is Completion.INCOMPLETE:
-            tentative = words is not None and words.tentative
-            need = strategy.sequence_timeout if tentative else strategy.unfinished_timeout
-            return ("sequence" if tentative else "unfinished"), f"{said}; waited {need:g} s of silence{waited}"
-        if model:
-            return "model", f"Smart Turn: complete{p}, {said}{waited}"
-        if completion is Completion.COMPLETE:
-            return "words", f"{said}; Smart Turn incomplete{p}; {strategy.finished_timeout:g} s of silence{waited}"
-        return "unsure", f"{said}; Smart Turn incomplete{p}; {strategy.unsure_timeout:g} s of silence{waited}"
-
-    def _last(self, kind: type[Any]) -> Any:
-        for o in reversed(self.observations):
-            if isinstance(o, kind):
-                return o
-        return None
-
-    def _reason(
-        self, t: float, strategy: str | None, verdict: Verdict | None, speech_end: float | None
-    ) -> tuple[str, str]:
-        """``(cause, reason in words)`` of a turn end."""
-        waited = ", then waited for the words" if self._words_arrived_at(t) else ""
-        if strategy is None:
-            if self.watchdog:
-                return "watchdog", "the stop watchdog (5 s without activity)"
-            return "end", "the recording ended with the turn open"
-        if strategy == "TurnAnalyzerStop":
-            if verdict is not None and verdict.complete:
-                at = "" if speech_end is None else f" at {signed(verdict.time - speech_end)}"
-                return "model", f"Smart Turn: complete (p={verdict.probability:.2f}){at}{waited}"
-            if speech_end is not None and t - speech_end >= 2.5:
-                return "fallback", "3 s of silence (Smart Turn's fallback)"
-            return "no-vad", "0.5 s after the words (no VAD pause to judge)"
-        if strategy == "SpeechTimeoutStop":
-            quiet = self.setup.vad_params.stop_secs + self.setup.speech_timeout
-            return "silence", f"{quiet:.1f} s of silence{waited}"
-        return "other", strategy
 
 
 def analyze(
@@ -485,7 +409,6 @@ def analyze(
         user = pair.user()
         user.events.on("on_user_turn_started", collector.turn_started)
         user.events.on("on_user_turn_stopped", collector.turn_stopped)
-        user.events.on("on_user_turn_stop_timeout", collector.stop_timeout)
         if "on_user_turn_recovered" in user.events.names:  # the one place recoveries are counted
             user.events.on("on_user_turn_recovered", collector.recovered)
         if not setup.realtime:
