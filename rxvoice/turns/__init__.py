@@ -58,6 +58,7 @@ from .stop import (
     TurnAnalyzerStop,
 )
 from .strategy import StartStrategy, StopStrategy, Strategy
+from .words_wait import WordsState, WordsWait
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
@@ -108,6 +109,8 @@ __all__ = [
     "WakePhraseStart",
     "WordRules",
     "Words",
+    "WordsState",
+    "WordsWait",
     "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",

@@ -91,7 +91,7 @@ from ..frames import (
 )
 from .config import TurnsConfig
 from .controller import ACTIVITY, SPEAKING_OFF, SPEAKING_ON, TurnController
-from .idle import IDLE_TYPES, IdleState, idle_fired, idle_step
+from .idle import IDLE_TYPES, SPEECH_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteStrategy, mute_types
 from .reasons import TurnEndReason, end_of_session_reason, watchdog_reason
@@ -398,8 +398,9 @@ class TurnMachine:
             start_ok = self._frame(s, frame, t, direction, now)
             if t in s.controller.handled_types:
                 self._decide(s, frame, now, start_ok)
-            if t in IDLE_TYPES and (t not in _TURN_FRAMES or t not in s.controller.routes):
-                self._idle(s, frame, answered=False)
+            if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
+                # A turn announced elsewhere that no strategy here takes: the stage that announced it answers it.
+                self._idle(s, frame, answered=t is UserStoppedSpeakingFrame)
         finally:
             s.deciding = False
         if s.later:
@@ -442,6 +443,7 @@ class TurnMachine:
             # The user's "stopped" will be dropped while muted: take the speech as over now, so the
             # turn can end (and the watchdog close it) instead of hanging.
             self._decide(s, _MUTED_STOP, now, False)
+            self._idle(s, _MUTED_STOP, answered=False)
 
     def _apply_mute(self, s: TurnState, i: int, effects: Effects) -> None:
         e: Any
@@ -691,7 +693,10 @@ class TurnMachine:
     # 5. the idle watch
 
     def _idle(self, s: TurnState, frame: Frame, *, answered: bool) -> None:
-        s.idle, effects = idle_step(s.idle, frame, answered=answered)
+        self._idle_apply(s, *idle_step(s.idle, frame, answered=answered))
+
+    def _idle_apply(self, s: TurnState, idle: IdleState, effects: tuple[Any, ...]) -> None:
+        s.idle = idle
         for e in effects:
             if e.kind == "arm":
                 s.port.arm(IDLE_OWNER, "idle", e.delay)
@@ -776,6 +781,8 @@ _NEVER = -math.inf
 _NO_ROUTE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 _TURN_FRAMES: frozenset[type[Frame]] = frozenset({UserStartedSpeakingFrame, UserStoppedSpeakingFrame})
 """Announced turns from elsewhere: when a strategy adopts them, the idle watch follows the adopted turn."""
+_IDLE_INPUT: frozenset[type[Frame]] = IDLE_TYPES | SPEECH_TYPES
+"""What the idle watch sees of the frames handed in (the user's voice pauses it)."""
 
 
 class TurnState:

@@ -420,7 +420,7 @@ def test_deferred_needs_a_strategy() -> None:
 
 def test_stereo_audio_is_downmixed_for_the_analyzer() -> None:
     """Two-channel audio reaches an end-of-turn stream as mono (the channels averaged)."""
-    from rxvoice.turns.stop import _downmix
+    from rxvoice.turns.analyzer import downmix_pcm16 as _downmix
 
     stereo = bytes(bytearray((100).to_bytes(2, "little", signed=True) + (-50).to_bytes(2, "little", signed=True)) * 3)
     mono = _downmix(stereo, 2)
