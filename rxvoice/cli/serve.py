@@ -63,7 +63,7 @@ from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
 from ._common import CLIError
-from .analysis import Setup, _stop_strategy
+from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, setup_names, stop_help, stop_strategy
 from .turns import make_setup
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
@@ -98,7 +98,7 @@ class ServeOptions:
     Attributes:
         stt: ``pocketsphinx``, ``openai`` or ``none`` (placeholders: "(speech N)").
         tts: ``espeak``, ``openai`` or ``paced`` (words only, no audio).
-        stop: ``smart-turn`` or ``speech-timeout`` (as ``rxvoice turns --stop``).
+        stop: a registered setup's name (as ``rxvoice turns --stop``).
         model: The Smart Turn model file (for ``smart-turn``).
         speech_timeout: ``SpeechTimeoutStop.user_speech_timeout``.
         llm: ``scripted`` or ``openai`` (``OPENAI_BASE_URL`` set: ``OPENAI_MODEL``, default gpt-4o-mini).
@@ -108,7 +108,7 @@ class ServeOptions:
 
     stt: str = "pocketsphinx"
     tts: str = "espeak"
-    stop: str = "smart-turn"
+    stop: str = DEFAULT_SETUP
     model: Path | None = None
     speech_timeout: float = 0.6
     llm: str = "scripted"
@@ -124,7 +124,7 @@ class ServeOptions:
     def describe(self) -> dict[str, Any]:
         return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
                 "vad_stop_secs": self.setup.vad_params.stop_secs,
-                "speech_timeout": self.speech_timeout if self.stop == "speech-timeout" else None}
+                "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None}
 
 
 # -- what the page is told ---------------------------------------------------------------------
@@ -157,7 +157,6 @@ class _Watch:
         self.speech_start = 0.0
         self.speech_end = 0.0
         self.speech_end_clock: float | None = None
-        self.verdict: TurnMetricsData | None = None
         self.turns = 0
         self.level_sum = 0.0
         self.level_n = 0
@@ -194,13 +193,11 @@ class _Watch:
         t = type(frame)
         if t is VADUserStartedSpeakingFrame:
             self.speech_start = max(0.0, self.t - frame.start_secs)  # type: ignore[attr-defined]
-            self.verdict = None
             self.send("vad", speaking=True, at=round(self.speech_start, 3))
         elif t is VADUserStoppedSpeakingFrame:
             stop = frame.stop_secs  # type: ignore[attr-defined]
             self.speech_end = max(self.speech_start, self.t - stop)
             self.speech_end_clock = self.clock() - stop
-            self.verdict = None
             self.send("vad", speaking=False, at=round(self.speech_end, 3))
         elif t is InterimTranscriptionFrame:
             self.send("interim", text=frame.text)  # type: ignore[attr-defined]
@@ -211,7 +208,6 @@ class _Watch:
         elif t is MetricsFrame:
             for d in frame.data:  # type: ignore[attr-defined]
                 if isinstance(d, TurnMetricsData):
-                    self.verdict = d
                     self.send("verdict", complete=d.is_complete, probability=round(float(d.probability), 4),
                               ms=round(d.e2e_processing_time_ms, 1))
         elif t is TTSTextFrame:
@@ -231,10 +227,17 @@ class _Watch:
         strategy = getattr(stopped.strategy, "name", None) if stopped.strategy is not None else None
         latency = None if self.speech_end_clock is None else round(self.clock() - self.speech_end_clock, 3)
         index, t = self.turns, self.t
+        # The reason is the one the deciding strategy (or the watchdog) reported: shown as it is.
+        reason = stopped.reason
+        message = {"type": "turn_end", "t": t, "index": index, "text": stopped.content, "strategy": strategy,
+                   "reason": reason.text if reason is not None else (strategy or "(no reason given)"),
+                   "cause": reason.kind if reason is not None else "other",
+                   "probability": None if reason is None or reason.probability is None
+                   else round(reason.probability, 4),
+                   "latency": latency}
 
         def report() -> None:  # after the step that ended the turn: its verdict has come out by then
-            self.transport.send({"type": "turn_end", "t": t, "index": index, "text": stopped.content,
-                                 "strategy": strategy, "reason": self._reason(strategy, latency), "latency": latency})
+            self.transport.send(message)
 
         loop = self.transport.loop
         if loop is None:
@@ -242,21 +245,6 @@ class _Watch:
         else:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(report)
-
-    def _reason(self, strategy: str | None, latency: float | None) -> str:
-        verdict = self.verdict
-        if strategy is None:
-            return "the stop watchdog (no activity)"
-        if strategy == "TurnAnalyzerStop":
-            if verdict is not None and verdict.is_complete:
-                return f"Smart Turn: complete (p={verdict.probability:.2f})"
-            if latency is not None and latency >= 2.5:
-                return "3 s of silence (Smart Turn's fallback)"
-            return "words without a VAD pause to judge"
-        if strategy == "SpeechTimeoutStop":
-            quiet = self.options.setup.vad_params.stop_secs + self.options.speech_timeout
-            return f"{quiet:.1f} s of silence"
-        return str(strategy)
 
     def bot_turn(self, _agg: object, turn: AssistantTurnStopped) -> None:
         self.send("bot_turn", text=turn.content, interrupted=turn.interrupted)
@@ -367,7 +355,7 @@ def make_stage(options: ServeOptions, transport: Any) -> Stage:
         return watch.analyzer
 
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
-    pair = Pair(context, turns=TurnsConfig(stop=[_stop_strategy(setup)]))
+    pair = Pair(context, turns=TurnsConfig(stop=[stop_strategy(setup)]))
     user, assistant = pair.user(), pair.assistant()
     user.events.on("on_user_turn_started", watch.turn_started)
     user.events.on("on_user_turn_stopped", watch.turn_stopped)
@@ -388,7 +376,7 @@ def make_app(options: ServeOptions) -> Any:
     """The aiohttp application of ``rxvoice serve``."""
     from ..transports import voice_app
 
-    _stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
+    stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
     SileroVADAnalyzer(16000).close()
     return voice_app(partial_stage(options), allowed_origins=options.allowed_origins,
                      max_connections=options.max_connections)
@@ -416,8 +404,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="speech-to-text (default pocketsphinx when installed, else none: placeholders)")
     p.add_argument("--tts", choices=TTS_CHOICES,
                    help="text-to-speech (default espeak when espeak-ng is installed, else paced words)")
-    p.add_argument("--stop", choices=("smart-turn", "speech-timeout"),
-                   help="what ends a turn (default: smart-turn when the model is found, else speech-timeout)")
+    p.add_argument("--stop", choices=setup_names(),
+                   help=stop_help(f"{DEFAULT_SETUP} when the Smart Turn model is found, else {FALLBACK_SETUP}"))
     p.add_argument("--speech-timeout", type=float, default=0.6, metavar="S",
                    help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
     p.add_argument("--model", metavar="PATH", help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL, ...)")
