@@ -697,9 +697,9 @@ def credentials_in_the_base_url(_tmp: Path) -> None:
 def speech_stage_bad_seconds(_tmp: Path) -> None:
     for kwargs in ({"timeout": 0}, {"timeout": math.inf}, {"end_grace": -1}, {"end_grace": "10"},
                    {"end_grace": math.nan}):
-        with pytest.raises(ConfigurationError, match="must be a positive number of seconds"):
+        with pytest.raises(ConfigurationError, match="must be a number of seconds"):
             OpenAITranscriptionSTT(base_url="http://127.0.0.1:9/v1", **kwargs)  # type: ignore[arg-type]
-        with pytest.raises(ConfigurationError, match="must be a positive number of seconds"):
+        with pytest.raises(ConfigurationError, match="must be a number of seconds"):
             OpenAISpeechTTS(base_url="http://127.0.0.1:9/v1", **kwargs)  # type: ignore[arg-type]
 
 
@@ -732,15 +732,16 @@ def cli_unusable_files(tmp: Path) -> None:
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(b"\x00\x00" * 1600)
-    for argv, fragment in (
-        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav"),
-        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav"),
-        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt"),
+    for argv, fragment, code in (
+        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav", 1),
+        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav", 1),
+        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav", 1),
+        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json", 1),
+        # A plot name that is not a .png is a usage error, found before any work (exit 2).
+        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt", 2),
     ):
         status, err = _cli(argv)
-        assert status == 1, (argv, err)
+        assert status == code, (argv, err)
         assert err.startswith("rxvoice: error: ") and fragment in err and "Traceback" not in err, err
 
 
