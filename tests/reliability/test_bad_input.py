@@ -732,15 +732,16 @@ def cli_unusable_files(tmp: Path) -> None:
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(b"\x00\x00" * 1600)
-    for argv, fragment in (
-        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav"),
-        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav"),
-        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt"),
+    for argv, fragment, code in (
+        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav", 1),
+        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav", 1),
+        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav", 1),
+        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json", 1),
+        # A plot name that is not a .png is a usage error, found before any work (exit 2).
+        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt", 2),
     ):
         status, err = _cli(argv)
-        assert status == 1, (argv, err)
+        assert status == code, (argv, err)
         assert err.startswith("rxvoice: error: ") and fragment in err and "Traceback" not in err, err
 
 
