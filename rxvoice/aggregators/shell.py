@@ -23,8 +23,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, ClassVar
 
 from ..context import LLMContext
 from ..errors import RxVoiceError
@@ -61,7 +61,7 @@ class StageShell:
         self.offload: Offload = offload or default_offload
         self.clock = port.session.clock
         self.now = 0.0
-        self.timers: Deadlines[tuple[int, str]] = Deadlines(port, self._fire)
+        self.timers: Deadlines[tuple[Hashable, str]] = Deadlines(port, self._fire)
         self.closed = False
         self._futures: set[concurrent.futures.Future[Any]] = set()
         # Asked on nearly every decision: the registry's own answer, without a layer per question.
@@ -87,21 +87,21 @@ class StageShell:
 
     # -- timers -------------------------------------------------------------------------------
 
-    def arm(self, owner: int, key: str, delay: float) -> None:
+    def arm(self, owner: Hashable, key: str, delay: float) -> None:
         """Fire ``(owner, key)`` ``delay`` seconds from the current step's time."""
         self.timers.arm((owner, key), delay, self.now)
 
-    def disarm(self, owner: int, key: str) -> None:
+    def disarm(self, owner: Hashable, key: str) -> None:
         self.timers.disarm((owner, key))
 
     def disarm_all(self) -> None:
         self.timers.cancel_all()
 
-    def _fire(self, key: tuple[int, str], now: float) -> None:
+    def _fire(self, key: tuple[Hashable, str], now: float) -> None:
         self.now = now
         self.on_timer(key[0], key[1], now)
 
-    def on_timer(self, owner: int, key: str, now: float) -> None:
+    def on_timer(self, owner: Any, key: str, now: float) -> None:
         """A timer fired (inside the session)."""
 
     # -- events and callbacks ---------------------------------------------------------------
@@ -196,6 +196,48 @@ class TurnShell(StageShell):
         self.handled = machine.handled_types
         self.turn = machine.open(self, words(self) if words is not None else None)
 
+    # -- the session's edges: one place for every stage that runs the machine --------------------
+
+    decides_before_end: ClassVar[bool] = False
+    """At the session's end, decide first, then pass the end on (``True``: the user aggregator writes what
+    was said, and asks for its answer, before the end goes on, so the answer comes before the end); or pass
+    the end on first (``False``: a stage that only announces turns)."""
+
+    def start_session(self, frame: Frame, direction: Direction, params: Frame | None = None, *,
+                      passed: bool = False) -> None:
+        """The session starts: the start frame goes on (unless ``passed`` already), then the machine starts.
+
+        The audio's rate (a ``StartFrame``'s ``audio_in_sample_rate``) is
+        the rate the strategies' resources open at; ``params`` (the stage's
+        own, e.g. its VAD's) go both ways.
+        """
+        if not passed:
+            self.emit(frame, direction)
+        self.now = now = self.clock()
+        rate = getattr(frame, "audio_in_sample_rate", None)
+        if isinstance(rate, int) and rate > 0:
+            self.sample_rate = rate
+        self.machine.start(self.turn, frame, now, params)
+
+    def end_session(self, frame: Frame | None, direction: Direction = DOWN, *, passed: bool = False) -> None:
+        """The session ends (an end or cancel frame, or ``None``: the input completed): nothing said is lost.
+
+        The end goes on before or after the machine ends, as
+        :attr:`decides_before_end` says (unless ``passed`` already).
+        """
+        emit = frame is not None and not passed
+        if emit and not self.decides_before_end:
+            self.emit(frame, direction)  # type: ignore[arg-type]
+        self.now = now = self.clock()
+        self.machine.end(self.turn, now)
+        if emit and self.decides_before_end:
+            self.emit(frame, direction)  # type: ignore[arg-type]
+
+    def on_input_end(self, direction: Direction) -> None:
+        """The input completed: like an end frame, without one to pass on."""
+        if direction is DOWN:
+            self.end_session(None)
+
     # -- the strategies' resources ---------------------------------------------------------------
 
     def _resource(self, owner: int) -> Any:
@@ -240,14 +282,14 @@ class TurnShell(StageShell):
     def use(self, controller: TurnController) -> None:
         """A service's recommendation: the old strategies' timers and resources go, the new ones' come."""
         for owner, key in self.timers.armed_keys():
-            if owner >= 0:
+            if isinstance(owner, int):
                 self.timers.disarm((owner, key))
         self._release()
         self._generation += 1
         self.controller = controller
         self.handled = self.machine.handled_with(controller)
 
-    def on_timer(self, owner: int, key: str, now: float) -> None:
+    def on_timer(self, owner: Any, key: str, now: float) -> None:
         self.machine.on_timer(self.turn, owner, key, now)
 
     def close(self) -> None:

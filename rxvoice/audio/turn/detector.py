@@ -180,14 +180,9 @@ class _DetectorSession(TurnShell):
             self.now = now = self.clock()
             self.machine.sees(self.turn, frame, now)
         elif t is StartFrame:
-            self.now = now = self.clock()
-            rate = getattr(frame, "audio_in_sample_rate", None)
-            if isinstance(rate, int) and rate > 0:
-                self.sample_rate = rate
-            self.machine.start(self.turn, frame, now)
+            self.start_session(frame, direction, passed=True)
         elif t is EndFrame or t is CancelFrame:
-            self.now = now = self.clock()
-            self.machine.end(self.turn, now)
+            self.end_session(frame, direction, passed=True)
 
     def on_vad(self, frame: Frame) -> None:
         """A VAD start or stop: the machine passes it on and decides."""
@@ -197,6 +192,8 @@ class _DetectorSession(TurnShell):
         self.machine.on_frame(self.turn, frame, DOWN, now)
 
     def on_input_end(self, direction: Direction) -> None:
+        # The detector reports what its VAD decides: at the input's end the VAD closes the speech in
+        # progress, and the turn goes on as its stop strategy decides (the session's end is its end frame).
         if self.vad is not None:
             self.vad.on_input_end(direction)
 
