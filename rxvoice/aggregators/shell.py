@@ -35,6 +35,7 @@ from ..pipeline.processor import EventfulProcessor, Port, Processor
 from ..turns.controller import TurnController
 from ..turns.machine import TurnMachine, Words
 from ..turns.offload import Offload
+from ..turns.scan import ResultBack, TimerFired
 from ..workers import default_offload
 
 __all__ = ["RUNNING", "StageShell", "TurnShell", "TurnStage"]
@@ -185,7 +186,7 @@ class TurnShell(StageShell):
     def __init__(
         self, stage: Processor, port: Port, events: EventRegistry, machine: TurnMachine, *,
         words: Callable[[TurnShell], Words] | None = None, context: LLMContext | None = None,
-        offload: Offload | None = None,
+        offload: Offload | None = None, params: Frame | None = None,
     ) -> None:
         super().__init__(stage, port, events, context=context, offload=offload)
         self.machine = machine
@@ -194,7 +195,10 @@ class TurnShell(StageShell):
         self._resources: list[Any] | None = None
         self._generation = 0
         self.handled = machine.handled_types
-        self.turn = machine.open(self, words(self) if words is not None else None)
+        self.turn = machine.open(
+            self, words(self) if words is not None else None, params=params,
+            decides_before_end=self.decides_before_end,
+        )
 
     # -- the session's edges: one place for every stage that runs the machine --------------------
 
@@ -203,21 +207,17 @@ class TurnShell(StageShell):
     was said, and asks for its answer, before the end goes on, so the answer comes before the end); or pass
     the end on first (``False``: a stage that only announces turns)."""
 
-    def start_session(self, frame: Frame, direction: Direction, params: Frame | None = None, *,
-                      passed: bool = False) -> None:
+    def start_session(self, frame: Frame, direction: Direction, *, passed: bool = False) -> None:
         """The session starts: the start frame goes on (unless ``passed`` already), then the machine starts.
 
-        The audio's rate (a ``StartFrame``'s ``audio_in_sample_rate``) is
-        the rate the strategies' resources open at; ``params`` (the stage's
-        own, e.g. its VAD's) go both ways.
+        The audio's rate (a ``StartFrame``'s ``audio_in_sample_rate``) is the
+        rate the strategies' resources open at; the stage's own parameters
+        (given at open, e.g. its VAD's) go both ways.
         """
-        if not passed:
-            self.emit(frame, direction)
-        self.now = now = self.clock()
         rate = getattr(frame, "audio_in_sample_rate", None)
         if isinstance(rate, int) and rate > 0:
             self.sample_rate = rate
-        self.machine.start(self.turn, frame, now, params)
+        self.feed(frame, direction, passed=passed)
 
     def end_session(self, frame: Frame | None, direction: Direction = DOWN, *, passed: bool = False) -> None:
         """The session ends (an end or cancel frame, or ``None``: the input completed): nothing said is lost.
@@ -225,13 +225,16 @@ class TurnShell(StageShell):
         The end goes on before or after the machine ends, as
         :attr:`decides_before_end` says (unless ``passed`` already).
         """
-        emit = frame is not None and not passed
-        if emit and not self.decides_before_end:
-            self.emit(frame, direction)  # type: ignore[arg-type]
+        if frame is not None:
+            self.feed(frame, direction, passed=passed)
+            return
         self.now = now = self.clock()
         self.machine.end(self.turn, now)
-        if emit and self.decides_before_end:
-            self.emit(frame, direction)  # type: ignore[arg-type]
+
+    def feed(self, item: Any, direction: Direction = DOWN, *, passed: bool = False) -> bool:
+        """One input of the session (a frame, a timer that fired, a result): into the machine's one entry."""
+        self.now = now = self.clock()
+        return self.machine.step(self.turn, item, direction, now, passed=passed)
 
     def on_input_end(self, direction: Direction) -> None:
         """The input completed: like an end frame, without one to pass on."""
@@ -271,13 +274,12 @@ class TurnShell(StageShell):
             log.debug("%s: a strategy's resource call failed", self.stage.name, exc_info=True)
             value = exc
         if key is not None:
-            self.machine.on_result(self.turn, owner, key, value, self.now)
+            self.machine.on_result(self.turn, owner, key, value, self.now)  # held until the decision is done
 
     def _result(self, generation: int, owner: int, key: str | None, value: Any) -> None:
         if key is None or generation != self._generation:  # a swapped-out strategy's answer is not theirs
             return
-        self.now = now = self.clock()
-        self.machine.on_result(self.turn, owner, key, value, now)
+        self.feed(ResultBack(owner, key, value, 0.0))
 
     def use(self, controller: TurnController) -> None:
         """A service's recommendation: the old strategies' timers and resources go, the new ones' come."""
@@ -290,7 +292,7 @@ class TurnShell(StageShell):
         self.handled = self.machine.handled_with(controller)
 
     def on_timer(self, owner: Any, key: str, now: float) -> None:
-        self.machine.on_timer(self.turn, owner, key, now)
+        self.machine.step(self.turn, TimerFired(owner, key, now), DOWN, now)
 
     def close(self) -> None:
         super().close()

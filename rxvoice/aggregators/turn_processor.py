@@ -117,11 +117,8 @@ class _TurnSession(TurnShell):
             self.start_session(frame, direction)
         elif t is EndFrame or t is CancelFrame:
             self.end_session(frame, direction)
-        elif t in self.handled:
-            self.now = now = self.clock()
-            self.machine.on_frame(self.turn, frame, direction, now)
         else:
-            self.emit(frame, direction)
+            self.feed(frame, direction)
 
     def close(self) -> None:
         super().close()

@@ -150,9 +150,11 @@ class _UserSession(TurnShell):
 
     def __init__(self, aggregator: UserAggregator, port: Port) -> None:
         empty_turn = aggregator.turns.empty_turn
+        vad = aggregator.vad
         super().__init__(
             aggregator, port, aggregator.events, aggregator.machine, context=aggregator.context,
             offload=aggregator.offload, words=lambda shell: UserWords(shell, empty_turn),
+            params=None if vad is None else SpeechControlParamsFrame(vad_params=getattr(vad.analyzer, "params", None)),
         )
         self.aggregator = aggregator
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
@@ -210,24 +212,19 @@ class _UserSession(TurnShell):
             self.link.failed(frame, exc)
 
     def _turn(self, frame: Frame, direction: Direction) -> None:
-        self.now = now = self.clock()
-        self.machine.on_frame(self.turn, frame, direction, now)
+        self.feed(frame, direction)
 
     def _audio(self, frame: Frame, direction: Direction) -> None:
         heard = True
         if type(frame) in self.handled:
-            self.now = now = self.clock()
-            heard = self.machine.on_frame(self.turn, frame, direction, now)
+            heard = self.feed(frame, direction)
         else:
             self.emit(frame, direction)
         if heard and self.vad is not None:  # muted audio never reaches the analyzer
             self.vad.analyze(frame)  # type: ignore[arg-type]
 
     def _start(self, frame: Frame, direction: Direction) -> None:
-        params = None
-        if self.vad is not None:
-            params = SpeechControlParamsFrame(vad_params=getattr(self.vad.analyzer, "params", None))
-        self.start_session(frame, direction, params)
+        self.start_session(frame, direction)
 
     def _end(self, frame: Frame, direction: Direction) -> None:
         self.end_session(frame, direction)

@@ -1,77 +1,60 @@
 """The turn machine: a user turn's whole life, from the first sound to the answer, in one place.
 
-Every stage that decides the user's turn runs this turn machine: the user
+Every stage that decides the user's turn runs this machine: the user
 aggregator (which also keeps the words), :class:`UserTurnProcessor` and the
 turn-taking detector (which only announce). Read top to bottom, this module
-is the life of a turn; each step is a rule of its own:
+is the life of a turn (its state, :class:`~rxvoice.turns.state.TurnState`,
+is defined first, in its own module); each step is a rule of its own:
 
 1. **mute** (:meth:`TurnMachine._mute`): a frame is judged by the mute state
-   from before it; every mute strategy then sees it, and a change is
-   announced. What the user says while muted is dropped, not queued.
+   from before it; every mute strategy then sees it. What the user says
+   while muted is dropped, not queued.
 2. **the frame itself** (:meth:`TurnMachine._frame`): the user's speech and
-   the bot's are noted; a transcript goes to the words (or is passed on) and
-   the *late-tail rule* decides whether it may open a turn.
+   the bot's are noted; a transcript goes to the words, and the *late-tail
+   rule* decides whether it may open a turn.
 3. **the start chain, then the stop chain** (:meth:`TurnMachine._decide`):
    each strategy sees the frame types it handles, in order, until one halts
-   its chain. Their effects are applied as they come:
-
-   * a start opens a turn unless one is open (the turn is announced, the bot
-     interrupted);
-   * an inference inside an open turn writes what was said so far and asks
-     for the answer;
-   * a finalize closes the turn, never while the user is still speaking;
-   * a reset of the aggregation is honoured only outside a turn (the words of
-     an open turn are never dropped).
+   its chain; their effects are applied as they come (:meth:`TurnMachine._apply`):
+   a start opens a turn unless one is open; an inference inside a turn
+   writes what was said so far and asks for the answer; a finalize closes
+   the turn, never while the user speaks; a reset drops words only outside
+   a turn.
 4. **the watchdog** closes a turn no strategy ended after ``stop_timeout``
    seconds without activity, never while the user speaks.
 5. **the idle watch** (:mod:`rxvoice.turns.idle`) notices a user who stays
    silent after the bot stopped speaking.
 6. **recovery from a false end** (:meth:`TurnMachine._recover`): a turn
    that starts within ``recovery_window`` seconds of the last one's end,
-   before the bot has started speaking, reopens that turn. The reply in
-   progress is interrupted (nothing of it was heard), the continuation joins
-   the same user message, and the whole turn is answered once. Once the bot
-   has spoken, resumed speech is an ordinary new turn (a barge-in).
+   before the bot has spoken, reopens that turn: the reply in progress is
+   interrupted, the continuation joins the same user message, the whole
+   turn is answered once.
 
 Decisions have no clock, scheduler, thread or I/O: time comes in as an
-argument, and what a decision does is a call on a narrow :class:`TurnPort`
-(send a frame, arm a timer, run a strategy's resource call, raise an event)
-and on :class:`Words` (the words of the turn, when a stage keeps them). A
-test records those calls (:class:`RecordingPort`); the stages carry them out.
-Per-session state is one mutable :class:`TurnState` that nobody else sees;
-everything configured (strategies, routes, which features run at all) is
-built once in :class:`TurnMachine`, so a feature that is not configured
-(mute, idle, a recommendation) costs nothing per frame.
-
-:func:`turn_step` makes the machine an accumulator for reactivex's own
-``ops.scan``::
-
-    source.pipe(ops.timestamp(), ops.scan(turn_step(machine), machine.scan_start()))
-
-.. marble::
-    :alt: the machine as a scan over timed frames
-
-    -v----h--s-------|
-    [ scan(turn_step) ]
-    -a----b--c-------|
-
-(``a``: the turn started; ``b``: nothing decided; ``c``: the stop strategy
-armed its timer; feed :class:`TimerFired` to fire it.)
+argument, and what a decision does is a call on a narrow
+:class:`~rxvoice.turns.port.TurnPort` and on
+:class:`~rxvoice.turns.port.Words` (see :mod:`rxvoice.turns.port`).
+Everything configured is built once in :class:`TurnMachine`, so a feature
+that is not configured (mute, idle, a recommendation) costs nothing per
+frame. Every input enters through :meth:`TurnMachine.step`: the stages feed
+it, and so does :func:`~rxvoice.turns.scan.turn_step`, the machine as a
+``scan`` accumulator, which :func:`rxvoice.operators.turn_steps` runs on any
+stream of frames.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..frames import (
     DOWN,
     UP,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
+    CancelFrame,
     Direction,
+    EndFrame,
     Frame,
     InputAudioRawFrame,
     InterimTranscriptionFrame,
@@ -91,7 +74,7 @@ from ..frames import (
 )
 from .config import TurnsConfig
 from .controller import ACTIVITY, SPEAKING_OFF, SPEAKING_ON, TurnController
-from .idle import IDLE_TYPES, SPEECH_TYPES, IdleState, idle_fired, idle_step
+from .idle import IDLE_TYPES, SPEECH_TYPES, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteStrategy, mute_see, mute_types, mute_verdict
 from .port import IDLE_OWNER, MUTE_OWNER, WATCHDOG, Owner, PassWords, RecordingPort, TimerOwner, TurnPort, Words
@@ -111,6 +94,8 @@ from .reports import (
     UserTurnStopped,
     iso8601,
 )
+from .scan import ResultBack, TimerFired, TurnScan, turn_step
+from .state import TurnState
 from .strategy import (
     Analyze,
     Arm,
@@ -128,21 +113,8 @@ from .strategy import (
 )
 
 __all__ = [
-    "IDLE_OWNER",
-    "MUTE_OWNER",
-    "USER_INPUT",
-    "WATCHDOG",
-    "PassWords",
-    "RecordingPort",
-    "ResultBack",
-    "TimerFired",
-    "TurnController",
-    "TurnMachine",
-    "TurnPort",
-    "TurnScan",
-    "TurnState",
-    "Words",
-    "turn_step",
+    "IDLE_OWNER", "MUTE_OWNER", "USER_INPUT", "WATCHDOG", "PassWords", "RecordingPort", "ResultBack", "TimerFired",
+    "TurnController", "TurnMachine", "TurnPort", "TurnScan", "TurnState", "Words", "turn_step",
 ]
 
 USER_INPUT: frozenset[type[Frame]] = frozenset({
@@ -164,65 +136,6 @@ _STOPPED = UserStoppedSpeakingFrame()
 _MUTED_STOP = VADUserStoppedSpeakingFrame(0.0, 0.0)
 _MUTE_STARTED = UserMuteStartedFrame()
 _MUTE_STOPPED = UserMuteStoppedFrame()
-
-
-# -- the state: what one session's turn remembers --------------------------------------------------
-
-
-class TurnState:
-    """One session's turn: everything the machine remembers between inputs (mutable, never shared).
-
-    Attributes a reader may want: ``open`` (a turn is open), ``speaking``
-    (the user is speaking, as far as the strategies know), ``muted``,
-    ``bot_speaking``, ``interrupted_bot`` (the open turn cut the bot off),
-    ``answered_at`` (when the last turn with words ended), ``recoverable_until``
-    (until when resumed speech reopens that turn), ``idle``
-    (:class:`~rxvoice.turns.IdleState`), ``states`` (each strategy's).
-    """
-
-    __slots__ = (
-        "answered_at", "bot_speaking", "controller", "deciding", "ended", "ended_at", "idle", "interrupted_bot",
-        "last_activity", "later", "machine", "mute_announced", "mute_states", "muted", "open", "port",
-        "recoverable_until", "speaking", "speech_since", "started_at", "states", "vad_seen", "watchdog_armed", "words",
-    )
-
-    def __init__(self, machine: TurnMachine, port: TurnPort, words: Words) -> None:
-        self.machine = machine
-        self.port = port
-        self.words = words
-        self.controller = machine.controller
-        self.states: list[Any] = machine.controller.initial()
-        self.open = False
-        self.speaking = False
-        self.last_activity = 0.0
-        self.watchdog_armed = False
-        self.mute_states: list[Any] = [m.initial() for m in machine.mute]
-        self.muted = mute_verdict(machine.mute, self.mute_states)
-        self.mute_announced = not self.muted
-        self.idle = IdleState(timeout=float(machine.turns.idle_timeout or 0.0))
-        self.answered_at: float | None = None
-        self.ended_at = 0.0
-        self.recoverable_until = _NEVER
-        self.started_at: float | None = None
-        self.speech_since = False
-        self.vad_seen = False
-        self.bot_speaking = False
-        self.interrupted_bot = False
-        self.ended = False
-        self.deciding = False
-        self.later: list[tuple[int, str, Any]] = []
-        """Results that came back while deciding (inline resource calls), handled once the decision is done."""
-
-    @property
-    def user_speaking(self) -> bool:
-        """The user is speaking, as far as the strategies know."""
-        return self.speaking
-
-    def settle(self, now: float) -> None:
-        """Handle the results that came back while deciding (inline resource calls), in order."""
-        while self.later and not self.deciding:
-            owner, key, value = self.later.pop(0)
-            self.machine.on_result(self, owner, key, value, now)
 
 
 # -- configuration, built once ---------------------------------------------------------------------
@@ -260,9 +173,55 @@ class TurnMachine:
         """The frame types to hand in once a session runs ``controller``."""
         return self.handled_types | controller.handled_types
 
-    def open(self, port: TurnPort, words: Words | None = None) -> TurnState:
-        """A new session's state, talking through ``port``, its words kept by ``words``."""
-        return TurnState(self, port, words if words is not None else PassWords(port))
+    def open(
+        self, port: TurnPort, words: Words | None = None, *, params: Frame | None = None,
+        decides_before_end: bool = False,
+    ) -> TurnState:
+        """A new session's state, talking through ``port``, its words kept by ``words``.
+
+        ``params`` (the stage's own, e.g. its VAD's) go both ways at the
+        session's start; ``decides_before_end``: at its end, decide first,
+        then pass the end on (see :meth:`step`).
+        """
+        s = TurnState(self, port, words if words is not None else PassWords(port))
+        s.params = params
+        s.decides_before_end = decides_before_end
+        return s
+
+    # -- one input, whatever it is: the one entry of the stages and of the scan ------------------
+
+    def step(self, s: TurnState, item: Any, direction: Direction, now: float, *, passed: bool = False) -> bool:
+        """One input of the session: a frame, a :class:`TimerFired` or a :class:`ResultBack`.
+
+        A ``StartFrame`` goes on, then the session starts; an ``EndFrame``
+        or ``CancelFrame`` ends it, after it goes on, or before when the
+        session ``decides_before_end`` (what was said is written and asked
+        about before the end goes on); a frame of a handled type is decided;
+        any other frame goes on as it is. ``passed``: the stage passed the
+        frame on itself. Returns whether a frame was heard (``False``: the
+        user is muted and it was dropped).
+        """
+        t = type(item)
+        if t is TimerFired:
+            self.on_timer(s, item.owner, item.key, now)
+        elif t is ResultBack:
+            self.on_result(s, item.owner, item.key, item.value, now)
+        elif t is StartFrame:
+            if not passed:
+                s.port.emit(item, direction)
+            self.start(s, item, now, s.params)
+        elif t is EndFrame or t is CancelFrame:
+            emit = not passed
+            if emit and not s.decides_before_end:
+                s.port.emit(item, direction)
+            self.end(s, now)
+            if emit and s.decides_before_end:
+                s.port.emit(item, direction)
+        elif t in self.handled_types or t in s.controller.handled_types:
+            return self.on_frame(s, item, direction, now)
+        elif not passed:
+            s.port.emit(item, direction)
+        return True
 
     def scan_start(self) -> TurnScan:
         """A fresh accumulator for :func:`turn_step` (one per subscription)."""
@@ -698,88 +657,3 @@ class TurnMachine:
         s.states[owner], effects = strategy.on_result(s.states[owner], key, value, now)
         if effects:
             self._apply(s, owner, strategy, effects, now)
-
-
-# -- the machine as a scan ----------------------------------------------------------------------------
-
-
-class TimerFired(NamedTuple):
-    """An input for :func:`turn_step`: timer ``(owner, key)`` fired at ``time``."""
-
-    owner: int
-    key: str
-    time: float
-
-
-class ResultBack(NamedTuple):
-    """An input for :func:`turn_step`: a resource call of strategy ``owner`` came back at ``time``."""
-
-    owner: int
-    key: str
-    value: Any
-    time: float
-
-
-@dataclass(frozen=True)
-class TurnScan:
-    """The accumulator of :func:`turn_step`: what one step did.
-
-    ``calls`` are the port calls the step made and ``open`` whether a turn
-    was open after it; ``state`` is the session's live state (it goes on
-    changing with the next steps).
-    """
-
-    state: TurnState
-    port: RecordingPort
-    calls: tuple[tuple[Any, ...], ...] = ()
-    open: bool = False
-
-
-def turn_step(machine: TurnMachine) -> Callable[[TurnScan, Any], TurnScan]:
-    """The machine as a reactivex ``scan`` accumulator.
-
-    Items are ``Timestamp(frame, datetime)`` (from ``ops.timestamp()``),
-    ``(frame, seconds)`` pairs, :class:`TimerFired` or :class:`ResultBack`;
-    each step returns the accumulator with the calls that step made
-    (``("emit", frame, direction)``, ``("arm", owner, key, delay)``, ...).
-    Start it with :meth:`TurnMachine.scan_start`, per subscription (wrap in
-    ``reactivex.defer``, as ``ops.scan`` itself does, when the observable may
-    be subscribed twice). The fused path of the stages calls the very same
-    methods.
-    """
-
-    def step(acc: TurnScan, item: Any) -> TurnScan:
-        s = acc.state
-        port = acc.port
-        if isinstance(item, TimerFired):
-            port.now = item.time
-            machine.on_timer(s, item.owner, item.key, item.time)
-        elif isinstance(item, ResultBack):
-            port.now = item.time
-            machine.on_result(s, item.owner, item.key, item.value, item.time)
-        else:
-            frame, at = _timed(item)
-            port.now = at
-            t = type(frame)
-            if t is StartFrame:
-                port.emit(frame, DOWN)
-                machine.start(s, frame, at)
-            elif t in machine.handled_with(s.controller):
-                machine.on_frame(s, frame, DOWN, at)
-            else:
-                port.emit(frame, DOWN)
-        return TurnScan(s, port, tuple(port.take()), s.open)
-
-    return step
-
-
-def _timed(item: Any) -> tuple[Frame, float]:
-    value = getattr(item, "value", None)
-    stamp = getattr(item, "timestamp", None)
-    if isinstance(value, Frame) and stamp is not None:
-        seconds = stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp)
-        return value, seconds
-    frame, at = item
-    if not isinstance(frame, Frame) or not math.isfinite(float(at)):
-        raise TypeError(f"turn_step takes timestamped frames, TimerFired or ResultBack, got {item!r}")
-    return frame, float(at)

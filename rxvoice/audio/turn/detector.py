@@ -188,8 +188,7 @@ class _DetectorSession(TurnShell):
         """A VAD start or stop: the machine passes it on and decides."""
         if type(frame) is VADUserStartedSpeakingFrame:
             self._complete_verdict = False  # a verdict from before this speech decides nothing now
-        self.now = now = self.clock()
-        self.machine.on_frame(self.turn, frame, DOWN, now)
+        self.feed(frame, DOWN)
 
     def on_input_end(self, direction: Direction) -> None:
         # The detector reports what its VAD decides: at the input's end the VAD closes the speech in
