@@ -55,7 +55,7 @@ from .analyzer import (
 )
 from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
 from .reasons import TurnEndReason, model_label, no_vad_reason
-from .strategy import NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
+from .strategy import LIKELY, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = ["FusedTurnState", "FusedTurnStop"]
@@ -208,12 +208,15 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return s, tuple(effects)
         words = self._words_of_last_speech(s)
         if words is None:
-            return s, tuple(effects)
+            # The model said complete and only the words are awaited: the end is likely (speculation may start).
+            return s, ((*effects, LIKELY) if s.model_complete else tuple(effects))
         need = self.needed_silence(words, s.model_complete)
         silence = now - s.words.speech_end
         if silence >= need - _EPS:
             return self._answer(s, effects, self.end_reason(s, words, now))
-        return s, (*effects, Arm(_DECIDE, need - silence))
+        # Only the patience is left (the words are not unfinished): the end is likely.
+        likely = () if words.completion is Completion.INCOMPLETE else (LIKELY,)
+        return s, (*effects, *likely, Arm(_DECIDE, need - silence))
 
     def _decide_without_vad(self, text: str) -> float:
         """With no VAD around the words, the quiet after them that answers."""

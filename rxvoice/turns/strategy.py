@@ -21,6 +21,7 @@ from .reasons import TurnEndReason
 __all__ = [
     "HALT",
     "INFERENCE",
+    "LIKELY",
     "NOTHING",
     "RESET_AGGREGATION",
     "USER_IDLE",
@@ -31,6 +32,8 @@ __all__ = [
     "Effects",
     "Finalize",
     "Inference",
+    "Likely",
+    "Notify",
     "Push",
     "ResetAggregation",
     "Start",
@@ -55,6 +58,18 @@ class Start(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Inference:
     """There is enough to answer: write what the user said and run the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Likely:
+    """The turn is likely over but not decided yet (a verdict waits for the words, or for its patience).
+
+    Any stop strategy may raise it, as often as it likes; it decides
+    nothing. With ``TurnsConfig(speculate=...)`` the user aggregator then
+    asks the model early, with the words so far, and holds the answer until
+    the turn ends (see :mod:`rxvoice.turns.speculation`); otherwise it is
+    ignored.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +136,13 @@ class Analyze(NamedTuple):
     fn: Callable[[Any], Any]
 
 
+class Notify(NamedTuple):
+    """Raise event ``name`` with ``payload`` from the stage running the strategy (a verdict worth reporting)."""
+
+    name: str
+    payload: Any = None
+
+
 @dataclass(frozen=True, slots=True)
 class UserIdle:
     """The user said nothing for the idle timeout: raise ``on_user_turn_idle`` and call ``on_idle``."""
@@ -128,11 +150,13 @@ class UserIdle:
 
 HALT = Halt()
 INFERENCE = Inference()
+LIKELY = Likely()
 RESET_AGGREGATION = ResetAggregation()
 USER_IDLE = UserIdle()
 
 Effect: TypeAlias = (
-    Start | Inference | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Touch | Analyze | UserIdle
+    Start | Inference | Likely | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Notify | Touch | Analyze
+    | UserIdle
 )
 Effects: TypeAlias = tuple[Effect, ...]
 
