@@ -177,7 +177,10 @@ class UserWords:
             if release is not None:
                 self._cancel(release, "the words could not be written")
             return
-        port.emit_context(DOWN, speculation_id=release)
+        if release is None:
+            port.emit_context(DOWN)
+        else:
+            port.emit_context(DOWN, speculation_id=release)
         self.message = message
         if port.listens(EVENT_USER_TURN_MESSAGE_ADDED):
             started = now if self.started_at is None else self.started_at
