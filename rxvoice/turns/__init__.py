@@ -16,6 +16,15 @@ import warnings
 from typing import Any
 
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
+from .backchannel import BackchannelStart, is_continuer, register_backchannels
+from .classifier import (
+    ClassifierStop,
+    ClassifyRequest,
+    CompletionClassifier,
+    TurnClassified,
+    TurnCompletion,
+    TurnCompletionClassifier,
+)
 from .completion import (
     Completion,
     CompletionRules,
@@ -48,6 +57,7 @@ from .mute import (
 )
 from .offload import Offload, SchedulerOffload, inline_offload
 from .reasons import REASON_KINDS, TurnEndReason
+from .speculation import Speculation, SpeculationReport
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (
     TRANSCRIPT_GRACE,
@@ -67,7 +77,11 @@ __all__ = [
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
     "AnalyzerSession",
+    "BackchannelStart",
+    "ClassifierStop",
+    "ClassifyRequest",
     "Completion",
+    "CompletionClassifier",
     "CompletionRules",
     "CompletionVerdict",
     "Deferred",
@@ -90,6 +104,8 @@ __all__ = [
     "RecordingPort",
     "ResultBack",
     "SchedulerOffload",
+    "Speculation",
+    "SpeculationReport",
     "SpeechTimeoutStop",
     "StartStrategy",
     "StopStrategy",
@@ -97,6 +113,9 @@ __all__ = [
     "TimerFired",
     "TranscriptionStart",
     "TurnAnalyzerStop",
+    "TurnClassified",
+    "TurnCompletion",
+    "TurnCompletionClassifier",
     "TurnController",
     "TurnEndReason",
     "TurnMachine",
@@ -115,7 +134,9 @@ __all__ = [
     "default_start_strategies",
     "default_stop_strategies",
     "inline_offload",
+    "is_continuer",
     "judge_completion",
+    "register_backchannels",
     "register_completion",
     "turn_step",
 ]
