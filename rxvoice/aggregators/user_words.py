@@ -229,13 +229,15 @@ class UserWords:
             parts.append(Part(self.guess))
         return concatenate(parts)
 
-    def speculate(self, now: float) -> None:
+    def speculate(self, now: float, words_in: bool = True) -> None:
         """The turn's end is likely: ask the model, on a copy of the conversation, with the words so far.
 
-        Not for a reopened turn (its words rejoin a message already written).
+        Not for a reopened turn (its words rejoin a message already written),
+        nor before the last speech's words are in unless an interim guess
+        stands for them.
         """
         spec = self.speculator
-        if spec is None or self.rejoin is not None:
+        if spec is None or self.rejoin is not None or (not words_in and not self.guess):
             return
         words = self.words_so_far()
         if not words:

@@ -34,6 +34,7 @@ from ..errors import ConfigurationError
 from ..frames import (
     Frame,
     InputAudioRawFrame,
+    InterimTranscriptionFrame,
     StartFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
@@ -55,7 +56,7 @@ from .analyzer import (
 )
 from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
 from .reasons import TurnEndReason, model_label, no_vad_reason
-from .strategy import LIKELY, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
+from .strategy import LIKELY, LIKELY_BEFORE_WORDS, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = ["FusedTurnState", "FusedTurnStop"]
@@ -80,6 +81,8 @@ class FusedTurnState(NamedTuple):
     no_vad: bool = False
     """No VAD around the words: the quiet after them decides."""
     answered: bool = False
+    guess: str = ""
+    """The latest interim words after the last final (what the last speech may turn out to say)."""
 
     @property
     def speaking(self) -> bool:
@@ -208,8 +211,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return s, tuple(effects)
         words = self._words_of_last_speech(s)
         if words is None:
-            # The model said complete and only the words are awaited: the end is likely (speculation may start).
-            return s, ((*effects, LIKELY) if s.model_complete else tuple(effects))
+            # Only the final words are awaited, and the model said complete or the interim words look finished:
+            # the end is likely (a speculative reply may be asked with the interim words).
+            return s, ((*effects, LIKELY_BEFORE_WORDS) if self._likely_before_words(s) else tuple(effects))
         need = self.needed_silence(words, s.model_complete)
         silence = now - s.words.speech_end
         if silence >= need - _EPS:
@@ -217,6 +221,15 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         # Only the patience is left (the words are not unfinished): the end is likely.
         likely = () if words.completion is Completion.INCOMPLETE else (LIKELY,)
         return s, (*effects, *likely, Arm(_DECIDE, need - silence))
+
+    def _likely_before_words(self, s: FusedTurnState) -> bool:
+        """The final words are awaited: likely when interim words stand for them, are not unfinished, and the
+        model said complete or the words are finished."""
+        if not s.guess:
+            return False
+        said = f"{s.words.text} {s.guess}" if s.words.text else s.guess
+        words = self.words_verdict(said).completion
+        return words is Completion.COMPLETE or (s.model_complete and words is not Completion.INCOMPLETE)
 
     def _decide_without_vad(self, text: str) -> float:
         """With no VAD around the words, the quiet after them that answers."""
@@ -281,7 +294,11 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             out: list[Effect] = [Disarm(_DECIDE), *effects]
             s = self._ask(s._replace(words=words, no_vad=False, model_complete=False, probability=None), now, out)
             return self._decide(s, now, out)
+        if t is InterimTranscriptionFrame:
+            text = getattr(frame, "text", "")
+            return s._replace(words=words, guess=text.strip() if isinstance(text, str) else ""), effects
         if t is TranscriptionFrame and has_words(frame):
+            s = s._replace(guess="")
             if s.words.no_vad:  # no VAD around these words: count the quiet from them
                 s = s._replace(words=words, no_vad=True, answered=False)
                 return s, (*effects, Arm(_DECIDE, self._decide_without_vad(words.text)))

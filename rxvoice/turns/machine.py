@@ -470,7 +470,7 @@ class TurnMachine:
                         port.event(EVENT_USER_TURN_INFERENCE_TRIGGERED, strategy)
             elif et is Likely:
                 if s.open and self.speculating and not s.speaking:
-                    s.words.speculate(now)
+                    s.words.speculate(now, e.words_in)
             elif et is Finalize:
                 self._stopped(s, strategy, e.speaking_frames, now, e.reason)
             elif et is ResetAggregation:

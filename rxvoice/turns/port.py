@@ -135,8 +135,11 @@ class Words(Protocol):
         turn is an ordinary one).
         """
 
-    def speculate(self, now: float) -> None:
-        """The turn's end is likely: ask the model early with the words so far (speculation is on)."""
+    def speculate(self, now: float, words_in: bool = True) -> None:
+        """The turn's end is likely: ask the model early with the words so far (speculation is on).
+
+        ``words_in``: the last speech's final words are in (else only an interim can stand for them).
+        """
 
     def withdraw(self, now: float) -> None:
         """The user went on: drop an answer asked for early (speculation is on)."""
@@ -184,7 +187,7 @@ class PassWords:
     def resume(self, now: float) -> str | None:
         return None  # no words kept here: the stage that keeps them recovers the turn
 
-    def speculate(self, now: float) -> None:
+    def speculate(self, now: float, words_in: bool = True) -> None:
         return None  # no words kept here: nothing to ask with
 
     def withdraw(self, now: float) -> None:

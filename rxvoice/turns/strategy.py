@@ -22,6 +22,7 @@ __all__ = [
     "HALT",
     "INFERENCE",
     "LIKELY",
+    "LIKELY_BEFORE_WORDS",
     "NOTHING",
     "RESET_AGGREGATION",
     "USER_IDLE",
@@ -68,8 +69,13 @@ class Likely:
     nothing. With ``TurnsConfig(speculate=...)`` the user aggregator then
     asks the model early, with the words so far, and holds the answer until
     the turn ends (see :mod:`rxvoice.turns.speculation`); otherwise it is
-    ignored.
+    ignored. ``words_in``: the final words of the last speech are in; when
+    they are not (the audio model said complete first), only an interim
+    transcript after the last final can stand for them, and without one
+    nothing is asked (it would be asked without the last words).
     """
+
+    words_in: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +157,7 @@ class UserIdle:
 HALT = Halt()
 INFERENCE = Inference()
 LIKELY = Likely()
+LIKELY_BEFORE_WORDS = Likely(words_in=False)
 RESET_AGGREGATION = ResetAggregation()
 USER_IDLE = UserIdle()
 
