@@ -61,7 +61,16 @@ from ..services.stt import (
 )
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
-from ..turns import TurnsConfig
+from ..turns import (
+    BackchannelStart,
+    ClassifierStop,
+    CompletionClassifier,
+    TranscriptionStart,
+    TurnCompletionClassifier,
+    TurnsConfig,
+    VADStart,
+)
+from ..turns.strategy import StopStrategy
 from ._common import MODEL_HELP, CLIError, need_module, port_number
 from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, setup_names, stop_help, stop_strategy
 from .turns import make_setup, seconds_between
@@ -112,6 +121,13 @@ class ServeOptions:
         llm: ``scripted`` or ``openai`` (``OPENAI_BASE_URL`` set: ``OPENAI_MODEL``, default gpt-4o-mini).
         allowed_origins: Other pages that may connect.
         max_connections: Connections at once.
+        speculate: Speculative replies (``TurnsConfig(speculate=True)``): the model is asked when the
+            end is likely and its answer held; the page shows each request and what became of it.
+        backchannels: A ``BackchannelStart`` first in the start chain: "mm-hmm" while the bot speaks
+            does not interrupt it.
+        classifier: ``rules`` or ``model``: the stop strategy's end is asked again by a
+            ``ClassifierStop`` (the completion rules, or the OpenAI-compatible model); ``None``: not.
+        first_token_delay: The scripted model's seconds to its first token.
     """
 
     stt: str = "pocketsphinx"
@@ -123,6 +139,10 @@ class ServeOptions:
     allowed_origins: tuple[str, ...] = ()
     max_connections: int = 64
     extra: dict[str, Any] = field(default_factory=dict)
+    speculate: bool = False
+    backchannels: bool = False
+    classifier: str | None = None
+    first_token_delay: float = 0.2
 
     @property
     def setup(self) -> Setup:
@@ -130,9 +150,32 @@ class ServeOptions:
         return Setup(stop=self.stop, model=self.model, speech_timeout=self.speech_timeout)
 
     def describe(self) -> dict[str, Any]:
+        talk: dict[str, Any] = {}
+        if self.speculate:
+            talk["speculate"] = True
+        if self.backchannels:
+            talk["backchannels"] = True
+        if self.classifier is not None:
+            talk["classifier"] = self.classifier
         return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
                 "vad_stop_secs": self.setup.vad_params.stop_secs,
-                "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None}
+                "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None, **talk}
+
+    def turns(self) -> TurnsConfig:
+        """The turn settings: the stop strategy (classifier-gated if asked), backchannels, speculation."""
+        stop: StopStrategy[Any] = stop_strategy(self.setup)
+        if self.classifier is not None:
+            stop = ClassifierStop(stop, _classifier(self.classifier))
+        start = (BackchannelStart(), VADStart(), TranscriptionStart()) if self.backchannels else None
+        return TurnsConfig(start=start, stop=[stop], speculate=self.speculate)
+
+
+def _classifier(choice: str) -> TurnCompletionClassifier:
+    if choice == "model":
+        from ..services.openai import OpenAITurnClassifier
+
+        return OpenAITurnClassifier(os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    return CompletionClassifier()
 
 
 # -- what the page is told ---------------------------------------------------------------------
@@ -261,6 +304,16 @@ class _Watch:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(report)
 
+    def speculation(self, _agg: object, report: Any) -> None:
+        self.send("speculation", id=report.speculation_id, outcome=report.outcome, words=report.words,
+                  reason=report.reason)
+
+    def backchannel(self, _agg: object, frame: Any) -> None:
+        self.send("backchannel", text=getattr(frame, "text", ""))
+
+    def classified(self, _agg: object, verdict: Any) -> None:
+        self.send("classified", outcome=verdict.outcome, ended=verdict.ended, waited=verdict.waited)
+
     def bot_turn(self, _agg: object, turn: AssistantTurnStopped) -> None:
         self.send("bot_turn", text=turn.content, interrupted=turn.interrupted)
 
@@ -351,12 +404,12 @@ def make_tts(choice: str) -> TTSService:
     return PacedTextTTS()
 
 
-def make_llm(choice: str) -> Stage:
+def make_llm(choice: str, first_token_delay: float = 0.2) -> Stage:
     if choice == "openai":
         from ..services.openai import OpenAILLM
 
         return OpenAILLM(os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
-    return ScriptedLLM(reply_to, token_delay=0.03, first_token_delay=0.2)
+    return ScriptedLLM(reply_to, token_delay=0.03, first_token_delay=first_token_delay)
 
 
 def make_stage(options: ServeOptions, transport: Any) -> Stage:
@@ -370,8 +423,11 @@ def make_stage(options: ServeOptions, transport: Any) -> Stage:
         return watch.analyzer
 
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
-    pair = Pair(context, turns=TurnsConfig(stop=[stop_strategy(setup)]))
+    pair = Pair(context, turns=options.turns())
     user, assistant = pair.user(), pair.assistant()
+    user.events.on("on_user_turn_speculation", watch.speculation)
+    user.events.on("on_user_backchannel", watch.backchannel)
+    user.events.on("on_user_turn_classified", watch.classified)
     user.events.on("on_user_turn_started", watch.turn_started)
     user.events.on("on_user_turn_stopped", watch.turn_stopped)
     if "on_user_turn_recovered" in user.events.names:
@@ -384,7 +440,7 @@ def make_stage(options: ServeOptions, transport: Any) -> Stage:
     transport.send({"type": "hello", "setup": options.describe()})
     return pipeline(
         VADProcessor(analyzer), make_stt(options.stt), _Inspector(watch, heard, audio=True), user,
-        _Inspector(watch, (MetricsFrame,)), make_llm(options.llm), make_tts(options.tts),
+        _Inspector(watch, (MetricsFrame,)), make_llm(options.llm, options.first_token_delay), make_tts(options.tts),
         _Inspector(watch, spoken), transport.output(), assistant,
     )
 
@@ -427,6 +483,17 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--model", metavar="PATH", help=MODEL_HELP)
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                    help="another page allowed to connect (http://host:port); repeatable")
+    p.add_argument("--speculate", action="store_true",
+                   help="speculative replies: ask the model when the end is likely and hold the answer (faster "
+                        "answers, some requests paid for nothing)")
+    p.add_argument("--backchannels", action="store_true",
+                   help="a short 'mm-hmm' or 'yeah' while the bot speaks does not interrupt it")
+    p.add_argument("--classifier", choices=("rules", "model"),
+                   help="ask a turn-completion classifier (the completion rules, or the OPENAI_BASE_URL model) "
+                        "before each turn end: complete, short pause or long pause")
+    p.add_argument("--first-token-delay", type=seconds_between(0.0, 10.0), default=0.2, metavar="S",
+                   help="the scripted model's seconds to its first token (default 0.2; 0.5 makes speculation "
+                        "easy to hear)")
     p.set_defaults(run=run)
 
 
@@ -459,8 +526,15 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         why = "OPENAI_BASE_URL is set: the OpenAI-compatible model" if llm == "openai" else "--stt/--tts openai"
         raise CLIError(f"{why} needs the httpx package: pip install 'rxvoice[openai]' "
                        "(from a clone: .venv/bin/pip install -e '.[openai]')")
+    classifier = getattr(args, "classifier", None)
+    if classifier == "model" and llm != "openai":
+        raise CLIError("--classifier model asks the OpenAI-compatible model: set OPENAI_BASE_URL (or use "
+                       "--classifier rules)")
     return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
-                        llm=llm, allowed_origins=tuple(args.allow_origin))
+                        llm=llm, allowed_origins=tuple(args.allow_origin),
+                        speculate=bool(getattr(args, "speculate", False)),
+                        backchannels=bool(getattr(args, "backchannels", False)), classifier=classifier,
+                        first_token_delay=float(getattr(args, "first_token_delay", 0.2)))
 
 
 def _has_httpx() -> bool:
