@@ -15,6 +15,7 @@ from rxvoice.cli.analysis import Analysis, Setup, Turn
 from rxvoice.cli.eval import Item, judge, totals
 from rxvoice.cli.wav import Recording
 from rxvoice.testing import Segment, Transcript
+from tests.support import turns_dir
 
 from .conftest import TURN_FILES, run_cli
 
@@ -22,32 +23,32 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def short_call(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def short_call(booking_wav: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first 7.5 s of the booking call: a mid-sentence pause, then an end of turn."""
     folder = tmp_path_factory.mktemp("call")
-    with wave.open(str(shared / "audio" / "conversation" / "booking.wav")) as w:
+    with wave.open(str(booking_wav)) as w:
         frames = w.readframes(round(7.5 * 16000))
     with wave.open(str(folder / "short.wav"), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(frames)
-    words = json.loads((shared / "audio" / "conversation" / "booking.transcript.json").read_text())
+    words = json.loads(booking_wav.with_name("booking.transcript.json").read_text())
     doc = {"segments": words["segments"][:2]}
     (folder / "short.transcript.json").write_text(json.dumps(doc))
     return folder / "short.wav"
 
 
 @pytest.fixture(scope="module")
-def labels_folder(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def labels_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three single utterances with a labels.csv (two complete, one incomplete)."""
     folder = tmp_path_factory.mktemp("labels")
-    rows = {r["file"]: r for r in csv.DictReader((shared / "audio" / "turns" / "labels.csv").open())}
+    rows = {r["file"]: r for r in csv.DictReader((turns_dir() / "labels.csv").open())}
     with (folder / "labels.csv").open("w", newline="") as f:
         out = csv.DictWriter(f, ["file", "label", "text"])
         out.writeheader()
         for name in TURN_FILES:
-            shutil.copy(shared / "audio" / "turns" / name, folder / name)
+            shutil.copy(turns_dir() / name, folder / name)
             out.writerow({"file": name, "label": rows[name]["label"], "text": rows[name]["text"]})
     return folder
 

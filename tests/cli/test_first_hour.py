@@ -26,6 +26,7 @@ from rxvoice.cli.progress import Progress
 from rxvoice.cli.report import ignored_verdicts
 from rxvoice.cli.wav import read_wav
 from rxvoice.testing import load_transcript
+from tests.support import turns_dir
 
 from .conftest import TURN_FILES, read_pcm, run_cli, write_wav
 from .test_bad_input import one_line_error
@@ -41,11 +42,11 @@ class Terminal(io.StringIO):
 
 
 @pytest.fixture(scope="module")
-def labeled_folder(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Four shared turn fixtures and their rows of the shared labels.csv."""
+def labeled_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four turn recordings of tests/data and their rows of its labels.csv."""
     folder = tmp_path_factory.mktemp("labeled")
     names = (*TURN_FILES, CUT_OFF)
-    source = shared / "audio" / "turns"
+    source = turns_dir()
     for name in names:
         shutil.copy(source / name, folder / name)
     lines = (source / "labels.csv").read_text().splitlines()
@@ -123,9 +124,9 @@ def test_a_broken_labels_csv_is_one_line(without_model: Path, tmp_path: Path, tu
     assert message in one_line_error(run_cli("turns", str(tmp_path)))
 
 
-def test_labels_csv_reader_reads_the_shared_file(shared: Path) -> None:
-    """The shared labels.csv: 32 rows, 16 of each label, texts and reference probabilities."""
-    labels = read_labels(shared / "audio" / "turns" / "labels.csv")
+def test_labels_csv_reader_reads_the_fixture_file() -> None:
+    """tests/data/turns/labels.csv: 32 rows, 16 of each label, texts and reference probabilities."""
+    labels = read_labels(turns_dir() / "labels.csv")
     assert len(labels) == 32
     assert sum(1 for x in labels.values() if x.expected == "complete") == 16
     row = labels["complete__en-us__yes_that_works_for_me.wav"]

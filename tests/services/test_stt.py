@@ -170,9 +170,9 @@ def test_word_error_rate() -> None:
     assert re.fullmatch(r"0\.\d+", f"{word_error_rate('one two three', 'one two'):.2f}")
 
 
-def test_pocketsphinx_hears_the_booking_call(shared: Path) -> None:
+def test_pocketsphinx_hears_the_booking_call(booking_wav: Path) -> None:
     """The real engine through the real VAD: one final per utterance, in order, and about the words measured."""
-    wav = shared / "audio" / "conversation" / "booking.wav"
+    wav = booking_wav
     heard = transcribe(read_wav(wav), PocketSphinxSTT(offload=inline_offload))
     reference = " ".join(s.text for s in load_transcript(wav.with_name("booking.transcript.json")).segments)
     text = " ".join(s.text for s in heard.segments)

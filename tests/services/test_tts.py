@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from rxvoice.services.stt import wav_bytes
 from rxvoice.services.tts import EspeakTTS, PacedTextTTS, Speech, TTSService, read_wav_pcm, word_times
 from rxvoice.testing import FrameMarbles
 from rxvoice.turns import SchedulerOffload, inline_offload
+from tests.support import require_program
 
 RESPONSE = [
     (0.0, LLMFullResponseStartFrame()),
@@ -170,7 +170,7 @@ def test_bad_settings_are_refused() -> None:
 
 
 def test_espeak_speaks_for_real() -> None:
-    assert shutil.which("espeak-ng"), "espeak-ng is not installed: apt-get install espeak-ng (.ci/run does)"
+    require_program("espeak-ng")
     m = FrameMarbles()
     tts = EspeakTTS(offload=inline_offload)
     rec = m.run(tts, RESPONSE, until=6)
