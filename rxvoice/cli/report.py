@@ -15,6 +15,7 @@ JSON (``rxvoice turns --json``), schema version 1::
         "level": {"peak_dbfs", "rms_dbfs", "vad_max_confidence", "vad_max_volume"},   # null dBFS: silence
         "no_speech": null or str,              # why the VAD heard no speech
         "transcript": path or null,            # null: placeholders made from the VAD were the STT
+        "words_from": "Whisper tiny.en" | "PocketSphinx" | null,   # the offline STT that gave the words
         "speech": [{"start", "end"}],          # the VAD's stretches of speech (end null: still speaking)
         "words": [{"time", "text"}],           # what the STT delivered, when
         "verdicts": [{"time", "complete", "probability"}],   # Smart Turn, at each pause
@@ -74,6 +75,8 @@ class FileResult:
     error: str | None = None
     label: LabelVerdict | None = None
     """The verdict against the recording's row in ``labels.csv`` (None: no row)."""
+    words_from: str | None = None
+    """The offline STT that gave the words when there was no transcript (None: transcript or placeholders)."""
 
 
 @dataclass(frozen=True)
@@ -232,7 +235,7 @@ def detail(result: FileResult) -> str:
     )
     recognized = a.stt is not None and a.stt.segments and not a.stt.segments[0].text.startswith("<")
     if result.transcript is None and recognized:
-        words = "no transcript (words from the offline STT, PocketSphinx)"
+        words = f"no transcript (words from the offline STT, {result.words_from or 'PocketSphinx'})"
     lines = [
         f"{rec.path.name}: {rec.duration:.2f} s ({source}) · {words}",
         f"  {describe_setup(a.setup)}",
@@ -440,6 +443,7 @@ def to_json(setup: Setup, results: Sequence[FileResult]) -> dict[str, Any]:
         entry: dict[str, Any] = {"file": str(r.path), "error": r.error}
         if r.analysis is not None:
             entry["transcript"] = str(r.transcript) if r.transcript is not None else None
+            entry["words_from"] = r.words_from
             entry.update(_analysis_json(r.analysis))
             entry["label"] = _label_json(r.label)
         recordings.append(entry)

@@ -60,17 +60,19 @@ from ..services.stt import (
     pocketsphinx_available,
 )
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
+from ..services.whisper import WhisperSTT
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
 from ._common import CLIError
 from .analysis import Setup, _stop_strategy
+from .transcribe import default_stt, offline_stt
 from .turns import make_setup
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
 
 log = logging.getLogger("rxvoice.cli.serve")
 
-STT_CHOICES = ("pocketsphinx", "openai", "none")
+STT_CHOICES = ("whisper", "pocketsphinx", "openai", "none")
 TTS_CHOICES = ("espeak", "openai", "paced")
 SYSTEM_PROMPT = "You are a friendly voice assistant. Answer in one or two short sentences."
 
@@ -96,7 +98,7 @@ class ServeOptions:
     """What ``rxvoice serve`` runs.
 
     Attributes:
-        stt: ``pocketsphinx``, ``openai`` or ``none`` (placeholders: "(speech N)").
+        stt: ``whisper``, ``pocketsphinx``, ``openai`` or ``none`` (placeholders: "(speech N)").
         tts: ``espeak``, ``openai`` or ``paced`` (words only, no audio).
         stop: ``smart-turn`` or ``speech-timeout`` (as ``rxvoice turns --stop``).
         model: The Smart Turn model file (for ``smart-turn``).
@@ -332,6 +334,8 @@ class PlaceholderSTT(STTService):
 
 def make_stt(choice: str) -> STTService:
     """The STT ``--stt`` names."""
+    if choice == "whisper":
+        return WhisperSTT()
     if choice == "pocketsphinx":
         return PocketSphinxSTT()
     if choice == "openai":
@@ -413,7 +417,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
     p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0: any free port)")
     p.add_argument("--stt", choices=STT_CHOICES,
-                   help="speech-to-text (default pocketsphinx when installed, else none: placeholders)")
+                   help="speech-to-text (default whisper when it and its model are installed, else pocketsphinx "
+                        "when installed, else none: placeholders)")
     p.add_argument("--tts", choices=TTS_CHOICES,
                    help="text-to-speech (default espeak when espeak-ng is installed, else paced words)")
     p.add_argument("--stop", choices=("smart-turn", "speech-timeout"),
@@ -435,12 +440,14 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         speech_timeout=args.speech_timeout, tail=4.0), err)
     stt = args.stt
     if stt is None:
-        stt = "pocketsphinx" if pocketsphinx_available() else "none"
+        stt = default_stt()
         if stt == "none":
-            print("note: pocketsphinx is not installed (pip install 'rxvoice[stt]'): utterances become "
-                  "placeholders", file=err)
+            print("note: no offline STT is installed (pip install 'rxvoice[stt]', then `rxvoice model install`): "
+                  "utterances become placeholders", file=err)
     elif stt == "pocketsphinx" and not pocketsphinx_available():
         raise CLIError("--stt pocketsphinx needs the pocketsphinx package: pip install 'rxvoice[stt]'")
+    if stt == "whisper":
+        offline_stt("whisper")  # the package and the model checked now, in one line, not at the first connection
     tts = args.tts
     if tts is None:
         tts = "espeak" if shutil.which("espeak-ng") else "paced"

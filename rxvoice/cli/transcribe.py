@@ -23,9 +23,9 @@ from reactivex.testing import TestScheduler
 from .. import frames as F
 from ..audio.vad import SileroVADAnalyzer, VADAnalyzer, VADParams, WebRTCVADAnalyzer
 from ..audio.vad_processor import VADProcessor
+from ..errors import ModelError
 from ..pipeline import pipeline
 from ..pipeline.session import Session
-from ..errors import ModelError
 from ..services.stt import PocketSphinxSTT, STTService, pocketsphinx_available
 from ..services.whisper import WhisperSTT, whisper_available, whisper_installed
 from ..testing import FrameMarbles, Segment, Transcript
@@ -126,19 +126,19 @@ def transcribe(
 
 def recognized_words(
     recording: Recording, setup: Any, choice: str | None, err: TextIO, quiet: bool
-) -> Transcript | None:
-    """The words ``--stt`` asks for (None: placeholders), with a note on stderr saying where they came from."""
+) -> tuple[Transcript | None, str | None]:
+    """The words ``--stt`` asks for (None: placeholders) and the engine's name, with a note on stderr."""
     engine = default_stt() if choice is None else choice
     stt = offline_stt(engine)
     if stt is None:
         if choice is None and not quiet:
             print("note: no transcript and no offline STT (pip install 'rxvoice[stt]', then "
                   "`rxvoice model install`): the words are placeholders from the VAD", file=err)
-        return None
+        return None, None
     words = transcribe(recording, stt, vad=setup.vad, params=setup.vad_params)
     if not quiet:
         caveat = ("it mishears many voices, see the voice guide; Whisper is better: pip install 'rxvoice[stt]' "
                   "and `rxvoice model install stt`") if engine == "pocketsphinx" else "offline"
         print(f"note: no transcript: the words are {stt_label(engine)}'s ({len(words.segments)} utterances; "
               f"{caveat}); --stt none keeps the VAD placeholders", file=err)
-    return words
+    return words, stt_label(engine)

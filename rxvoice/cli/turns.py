@@ -104,8 +104,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--plot", metavar="OUT.png",
                    help="write a timeline PNG (for a folder: a folder to write <name>.png into)")
     p.add_argument("--stt", choices=STT_CHOICES,
-                   help="without a transcript: recognize the words offline (pocketsphinx, the default when "
-                        "installed) or not (none: placeholders from the VAD)")
+                   help="without a transcript: recognize the words offline (whisper, the default when it and "
+                        "its model are installed; else pocketsphinx) or not (none: placeholders from the VAD)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="the folder progress bar on stderr (default: shown on a terminal, never with --json)")
@@ -166,10 +166,11 @@ def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: Tex
     if transcript_path is not None:
         transcript = _load_transcript(transcript_path)
         check_transcript(transcript, recording, transcript_path.name)
-    words = None if transcript is not None else recognized_words(recording, setup, stt, err, quiet)
+    words, words_from = (None, None) if transcript is not None else recognized_words(recording, setup, stt, err,
+                                                                                      quiet)
     analysis = analyze(recording, setup, transcript=transcript, words=words)
     verdict = judge(analysis, label) if label is not None else None
-    return FileResult(wav, analysis, transcript_path, label=verdict)
+    return FileResult(wav, analysis, transcript_path, label=verdict, words_from=words_from)
 
 
 def _plot(result: FileResult, out: Path) -> None:
