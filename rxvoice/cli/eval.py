@@ -44,6 +44,7 @@ from ._common import CLIError, choose_model
 from .analysis import STOP_CHOICES, VAD_CHOICES, Analysis, Recovered, Setup, Turn, analyze, check_transcript
 from .analysis import _stop_strategy as stop_strategy
 from .progress import Progress
+from .transcribe import offline_stt, stt_label, transcribe
 from .wav import RATE, Recording, read_wav
 
 __all__ = [
@@ -302,13 +303,18 @@ class RunResult:
         return totals(p for _, ps in self.recordings for p in ps)
 
 
-def _one(job: tuple[Item, Setup, bool]) -> tuple[Item, list[PauseResult] | None, str | None]:
-    item, setup, strip = job
+def _one(job: tuple[Item, Setup, bool, str | None]) -> tuple[Item, list[PauseResult] | None, str | None]:
+    item, setup, strip, stt = job
     try:
         recording = read_wav(item.wav)
         transcript = without_punctuation(item.transcript) if strip else item.transcript
         check_transcript(transcript, recording, item.wav.name)
-        analysis = analyze(recording, setup, transcript=transcript, windows=False)
+        if stt is not None:  # the words an offline STT hears; the transcript only labels the pauses
+            engine = offline_stt(stt)
+            heard = transcribe(recording, engine, vad=setup.vad, params=setup.vad_params) if engine else None
+            analysis = analyze(recording, setup, words=heard, windows=False)
+        else:
+            analysis = analyze(recording, setup, transcript=transcript, windows=False)
         return item, judge(item, analysis), None
     except (CLIError, RxVoiceError) as exc:
         return item, None, str(exc)
@@ -317,10 +323,11 @@ def _one(job: tuple[Item, Setup, bool]) -> tuple[Item, list[PauseResult] | None,
 def evaluate(
     items: Sequence[Item], setups: Sequence[tuple[Setup, dict[str, float]]], *,
     strip_punctuation: bool = False, jobs: int = 1, on_step: Callable[[str], None] | None = None,
+    stt: str | None = None,
 ) -> list[RunResult]:
-    """Run every setup over every item (``jobs`` processes), in order."""
+    """Run every setup over every item (``jobs`` processes), in order (``stt``: words from that offline STT)."""
     runs = [RunResult(setup, params) for setup, params in setups]
-    work = [(item, setup, strip_punctuation) for setup, _ in setups for item in items]
+    work = [(item, setup, strip_punctuation, stt) for setup, _ in setups for item in items]
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(jobs) as pool:
             results = list(_stepped(pool.map(_one, work), on_step))
@@ -402,6 +409,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="run once per value; several --sweep: every combination")
     p.add_argument("--no-punctuation", action="store_true",
                    help="replay the transcripts lower-cased without punctuation (an STT without either)")
+    p.add_argument("--stt", choices=("whisper", "pocketsphinx"),
+                   help="judge on the words an offline STT hears in each recording instead of its transcript's "
+                        "text (the transcript still labels the pauses)")
     p.add_argument("--resume-after", type=_nonneg, default=1.0, metavar="S",
                    help="a labels.csv 'incomplete' utterance is cut off if answered within S s (default 1.0)")
     p.add_argument("--tail", type=_nonneg, default=4.0, metavar="S",
@@ -477,7 +487,8 @@ def to_json(runs: Sequence[RunResult], args: argparse.Namespace) -> dict[str, An
     return {
         "version": JSON_VERSION,
         "settings": {**runs[0].setup.describe(), "vad_min_volume": runs[0].setup.vad_params.min_volume,
-                     "no_punctuation": bool(args.no_punctuation), "resume_after": args.resume_after},
+                     "no_punctuation": bool(args.no_punctuation), "resume_after": args.resume_after,
+                     "words_from": stt_label(args.stt) if args.stt else None},
         "runs": [{
             "params": r.params,
             "vad_stop_secs": r.setup.vad_params.stop_secs,
@@ -565,8 +576,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise CLIError(f"{choice.problem}; install it with `rxvoice model install`, or use --stop speech-timeout")
         model = choice.path
     setups = _setups(args, model)
+    if args.stt is not None:
+        offline_stt(args.stt)  # installed and its model sound: checked once, here
+        print(f"note: the words are {stt_label(args.stt)}'s, heard in each recording; the transcripts only label "
+              "the pauses", file=err)
     progress = Progress(len(items) * len(setups), err, force=args.progress)
-    runs = evaluate(items, setups, strip_punctuation=args.no_punctuation, jobs=args.jobs, on_step=progress.step)
+    runs = evaluate(items, setups, strip_punctuation=args.no_punctuation, jobs=args.jobs, on_step=progress.step,
+                    stt=args.stt)
     progress.finish()
     if args.plot is not None:
         plot_tradeoff(runs, Path(args.plot), f"rxvoice eval --stop {args.stop}: {len(items)} recordings")
