@@ -240,6 +240,8 @@ class _WhisperRecognizer:
         )
         spoken: list[_Token] = []
         for index, segment in enumerate(segments):
+            if _silent(segment):
+                continue
             for w in segment.words or ():
                 said = spoken_words(w.word, keep_punctuation=stt.punctuation)
                 step = (w.end - w.start) / max(1, len(said))
@@ -256,6 +258,16 @@ class _WhisperRecognizer:
         heard.no_speech_prob = round(max((n for _, n in by_segment.values()), default=0.0), 3)
         heard.heard = " ".join(t.written for t in mine if t.first)
         return heard
+
+
+def _silent(segment: Any) -> bool:
+    """Whisper's words for audio it thinks holds no speech, said with little confidence ("you" in silence)."""
+    words = segment.words or ()
+    mean = sum(float(w.probability) for w in words) / len(words) if words else 0.0
+    return float(segment.no_speech_prob) > _NO_SPEECH and (float(segment.avg_logprob) < -0.8 or mean < 0.3)
+
+
+_NO_SPEECH = 0.6
 
 
 @dataclass(frozen=True, slots=True)
