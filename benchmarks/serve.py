@@ -2,7 +2,7 @@
 
 The server runs in its own process (``rxvoice serve --port 0``, Silero VAD +
 Smart Turn, the scripted model, ``--tts paced`` so the bot side costs next to
-nothing), with PocketSphinx (``--stt pocketsphinx``) or without words
+nothing), with Whisper tiny.en (``--stt whisper``), PocketSphinx (``--stt pocketsphinx``) or without words
 (``--stt none``). Each client sends ``booking.wav`` in 20 ms chunks on a
 real-time schedule, then 3 s of silence, and measures, for each of the call's
 three labeled turn ends, the wall-clock time from the end of that speech (as
@@ -104,7 +104,8 @@ async def load(
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1, 2, 4, 8, 12])
-    parser.add_argument("--stt", nargs="+", default=["pocketsphinx", "none"], choices=["pocketsphinx", "none"])
+    parser.add_argument("--stt", nargs="+", default=["pocketsphinx", "none"],
+                        choices=["whisper", "pocketsphinx", "none"])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--stagger", type=float, default=5.0,
                         help="spread the clients' starts over S seconds (default 5; 0: all at once, every pause "
@@ -117,7 +118,7 @@ def main() -> None:
     segments = json.loads(wav.with_name("booking.transcript.json").read_text())["segments"]
     ends = [s["end"] for s in segments if s["turn_end"]]
     starts = [s["start"] for s in segments]
-    print(f"{'stt':<13} {'N':>3} {'held':>6} {'median s':>9} {'worst s':>8} {'server CPU':>11}")
+    print(f"{'stt':<13} {'N':>3} {'held':>6} {'median s':>9} {'p90 s':>6} {'worst s':>8} {'server CPU':>11}")
     for stt in args.stt:
         for n in args.n:
             for _ in range(args.runs):
@@ -134,8 +135,10 @@ def main() -> None:
                 values = [x for r in results for x in r if x is not None]
                 missing = sum(1 for r in results for x in r if x is None)
                 median = statistics.median(values) if values else float("nan")
+                p90 = statistics.quantiles(values, n=10)[-1] if len(values) > 1 else median
                 worst = "missed" if missing else f"{max(values):.2f}"
-                print(f"{stt:<13} {n:>3} {held:>3}/{n:<2} {median:>9.2f} {worst:>8} {cpu:>10.0%}", flush=True)
+                print(f"{stt:<13} {n:>3} {held:>3}/{n:<2} {median:>9.2f} {p90:>6.2f} {worst:>8} {cpu:>10.0%}",
+                      flush=True)
 
 
 if __name__ == "__main__":

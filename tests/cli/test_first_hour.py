@@ -62,10 +62,10 @@ def test_a_labeled_folder_shows_each_verdict_and_the_accuracy(with_model: Path, 
     rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith(("complete", "incomplete"))}
     assert "label       verdict" in r.out
     assert " complete    complete    right  model 0.99" in rows[TURN_FILES[0]]
-    # No transcript: the words are placeholders, Smart Turn says incomplete, the bounded wait for unsure words ends it.
-    assert " incomplete  incomplete  right  unsure" in rows[TURN_FILES[2]]
+    # No transcript: the words are Whisper's ("so what i was thinking is that": an open "is that"), waited out.
+    assert " incomplete  incomplete  right  unfinished" in rows[TURN_FILES[2]]
     # "Yes," is answered (Smart Turn 0.96) while "but only if the" follows: cut off, whatever the label.
-    # PocketSphinx's words for the rest end in "the": the later stretch waits the bounded wait for unfinished words.
+    # Whisper's words for the rest end in "the": the later stretch waits the bounded wait for unfinished words.
     assert " incomplete  cut off     WRONG  model 0.96, unfinished" in rows[CUT_OFF]
     assert "labels.csv: 3 of 4 verdicts match the labels (75.0%): complete 2/2, incomplete 1/2" in r.out
 

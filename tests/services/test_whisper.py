@@ -17,7 +17,6 @@ import soxr
 
 from rxvoice.audio.vad import SileroVADAnalyzer
 from rxvoice.audio.vad_processor import VADProcessor
-from rxvoice.cli.transcribe import transcribe
 from rxvoice.cli.wav import read_wav
 from rxvoice.errors import ConfigurationError, ModelError, ModelNotFoundError
 from rxvoice.frames import (
@@ -138,14 +137,6 @@ def test_each_final_carries_word_timings_and_confidences(booking_finals: list[Tr
         assert all(a.start <= b.start for a, b in zip(result.words, result.words[1:], strict=False))
         assert -5.0 < result.avg_logprob < 0.0 and 0.0 <= result.no_speech_prob <= 1.0
         assert result.heard and result.heard != frame.text  # Whisper's own text: cased and punctuated
-
-
-def test_booking_through_the_cli_helper_matches(model: Path) -> None:
-    """The helper ``rxvoice turns`` uses gives the same words (segments in order, none overlapping)."""
-    heard = transcribe(read_wav(booking_paths()[0]), WhisperSTT(offload=inline_offload))
-    assert len(heard.segments) >= 5
-    assert all(a.end <= b.start for a, b in zip(heard.segments, heard.segments[1:], strict=False))
-    assert "leave on saturday" in " ".join(s.text for s in heard.segments)
 
 
 # -- nothing to hear ---------------------------------------------------------------------------------------------
@@ -311,7 +302,7 @@ def test_a_corrupt_model_is_refused_at_construction(model: Path, tmp_path: Path)
     with pytest.raises(ModelError, match="rxvoice model install"):
         _shared_model(str(WhisperSTT(folder, verify=False).model_folder), "int8")
     (folder / "tokenizer.json").unlink()
-    with pytest.raises(ModelNotFoundError, match="no tokenizer.json"):
+    with pytest.raises(ModelNotFoundError, match=r"no tokenizer\.json"):
         check_whisper_model(folder)
 
 
