@@ -10,9 +10,10 @@ words. So the stage transcribes the VAD's speech segments. Every pause the
 VAD reports (a ``VADUserStoppedSpeakingFrame``) closes the running segment
 and transcribes it at once, so its words are ready when the turn decision
 asks for them a moment later: one ``TranscriptionFrame(finalized=True)`` per
-segment. A segment still running after ``interim_interval`` seconds (2 s by
+segment. A segment still running after ``interim_interval`` seconds (4 s by
 default) gets an ``InterimTranscriptionFrame`` every ``interim_interval``
-seconds of new speech. A segment longer than the model's 30 s window is read
+seconds of new speech (a guess from the segment alone, without the context:
+about a third cheaper than a final). A segment longer than the model's 30 s window is read
 window by window (faster-whisper seeks to the last word it heard, so no word
 is lost at a window's edge).
 
@@ -210,7 +211,7 @@ class _WhisperRecognizer:
         if self.fresh < self.interim_bytes:
             return None
         self.fresh = 0
-        return str(self._transcribe())
+        return str(self._transcribe(context=False))  # a guess: the segment alone, about a third cheaper
 
     def finish(self) -> str:
         if not self.audio:
@@ -227,11 +228,12 @@ class _WhisperRecognizer:
         self.audio = bytearray()
         self.context = bytearray()
 
-    def _transcribe(self) -> _Heard:
+    def _transcribe(self, *, context: bool = True) -> _Heard:
         stt = self.stt
-        pcm = bytes(self.context + self.audio)
+        before = self.context if context else bytearray()
+        pcm = bytes(before + self.audio)
         samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-        boundary = len(self.context) / 2 / _RATE
+        boundary = len(before) / 2 / _RATE
         seconds = len(samples) / _RATE
         segments, _info = self.model.transcribe(
             samples, language="en", beam_size=stt.beam_size, best_of=1, temperature=0.0,
@@ -249,7 +251,7 @@ class _WhisperRecognizer:
                     start = w.start + i * step
                     spoken.append(_Token(text, start, start + step, float(w.probability), w.word.strip(), index,
                                          float(segment.avg_logprob), float(segment.no_speech_prob), i == 0))
-        mine = spoken[_split(spoken, boundary, self.said if self.context else [])]
+        mine = spoken[_split(spoken, boundary, self.said if before else [])]
         heard = _Heard(" ".join(t.text for t in mine))
         heard.words = tuple((t.text, round(max(0.0, t.start - boundary), 3), round(max(0.0, t.end - boundary), 3),
                              round(t.probability, 3)) for t in mine)
@@ -357,7 +359,7 @@ class WhisperSTT(STTService):
         compute_type: CTranslate2's type (``int8``; ``float32`` is slower, no better here).
         verify: check the model files' sha256 at construction (once per process).
         **kwargs: As for :class:`~rxvoice.services.stt.STTService`; ``offload``
-            defaults to :func:`whisper_offload`, ``interim_interval`` to 2 s,
+            defaults to :func:`whisper_offload`, ``interim_interval`` to 4 s,
             ``ttfs_p99_latency`` to 0.8 s.
 
     Raises:
@@ -382,9 +384,11 @@ class WhisperSTT(STTService):
         if not whisper_available():
             raise ConfigurationError("WhisperSTT needs the faster-whisper package: pip install 'rxvoice[stt]'")
         kwargs.setdefault("offload", whisper_offload)
-        kwargs.setdefault("interim_interval", 2.0)
+        kwargs.setdefault("interim_interval", 4.0)
         kwargs.setdefault("ttfs_p99_latency", 0.8)
         super().__init__(**kwargs)
+        if self.language is not None and self.language.lower().replace("_", "-").split("-")[0] != "en":
+            raise ConfigurationError(f"WhisperSTT's model (tiny.en) hears English only, not {self.language!r}")
         if isinstance(context, bool) or not isinstance(context, int | float) or not 0 <= context <= 20:
             raise ConfigurationError(f"context must be 0..20 seconds, got {context!r}")
         if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= 10:

@@ -322,7 +322,7 @@ def test_install_checks_every_file_and_refuses_a_mismatch(model: Path, tmp_path:
 
 def test_bad_settings_are_refused(model: Path) -> None:
     for kwargs in ({"context": -1}, {"context": 60}, {"beam_size": 0}, {"compute_type": "float16"},
-                   {"interim_interval": 0}):
+                   {"interim_interval": 0}, {"language": "de"}):
         with pytest.raises(ConfigurationError):
             WhisperSTT(**kwargs)  # type: ignore[arg-type]
 
