@@ -135,7 +135,7 @@ def main() -> None:
                 values = [x for r in results for x in r if x is not None]
                 missing = sum(1 for r in results for x in r if x is None)
                 median = statistics.median(values) if values else float("nan")
-                p90 = statistics.quantiles(values, n=10)[-1] if len(values) > 1 else median
+                p90 = statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else median
                 worst = "missed" if missing else f"{max(values):.2f}"
                 print(f"{stt:<13} {n:>3} {held:>3}/{n:<2} {median:>9.2f} {p90:>6.2f} {worst:>8} {cpu:>10.0%}",
                       flush=True)
