@@ -19,8 +19,8 @@ fillers "uh", "um", "er", "hmm" dropped. Real-time factor is CPU seconds (all th
 second of audio, silences included, VAD included; min/median/max over ``--runs``. The machine may be shared:
 the ratio against Pipecat, measured in the same run, is the figure to compare.
 
-    python benchmarks/stt.py ../shared/audio            # a table; --json for JSON; --engines whisper,pipecat
-    python benchmarks/stt.py ../shared/audio --turns    # also the turn decisions on each engine's words
+    python benchmarks/stt.py DATA      # DATA: a folder with calls/, conversation/, turns/; --json, --engines
+    python benchmarks/stt.py DATA --turns    # also the turn decisions on each engine's words
 
 Targets: WhisperSTT word error rate <= 0.15 pooled over the calls; real-time factor <= 0.3 on one thread.
 """
