@@ -12,16 +12,18 @@ with plain asserts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NamedTuple, TypeAlias, TypeVar
 
 from ..frames import DOWN, Direction, Frame
+from .reasons import TurnEndReason
 
 __all__ = [
     "HALT",
     "INFERENCE",
     "NOTHING",
     "RESET_AGGREGATION",
+    "USER_IDLE",
     "Analyze",
     "Arm",
     "Disarm",
@@ -36,6 +38,7 @@ __all__ = [
     "StopStrategy",
     "Strategy",
     "Touch",
+    "UserIdle",
     "stopped",
 ]
 
@@ -54,10 +57,18 @@ class Inference:
     """There is enough to answer: write what the user said and run the model."""
 
 
-class Finalize(NamedTuple):
-    """The user's turn is over (ignored while the user is still speaking)."""
+@dataclass(frozen=True, slots=True)
+class Finalize:
+    """The user's turn is over (ignored while the user is still speaking).
+
+    ``reason`` says why, in the deciding strategy's own words
+    (:class:`~rxvoice.turns.reasons.TurnEndReason`); it reaches
+    ``UserTurnStopped.reason``. It is a report, not part of the decision,
+    so it does not count in comparisons (``Finalize() == Finalize(reason=r)``).
+    """
 
     speaking_frames: bool | None = None
+    reason: TurnEndReason | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,19 +121,27 @@ class Analyze(NamedTuple):
     fn: Callable[[Any], Any]
 
 
+@dataclass(frozen=True, slots=True)
+class UserIdle:
+    """The user said nothing for the idle timeout: raise ``on_user_turn_idle`` and call ``on_idle``."""
+
+
 HALT = Halt()
 INFERENCE = Inference()
 RESET_AGGREGATION = ResetAggregation()
+USER_IDLE = UserIdle()
 
-Effect: TypeAlias = Start | Inference | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Touch | Analyze
+Effect: TypeAlias = (
+    Start | Inference | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Touch | Analyze | UserIdle
+)
 Effects: TypeAlias = tuple[Effect, ...]
 
 NOTHING: Effects = ()
 
 
-def stopped(speaking_frames: bool | None = None) -> Effects:
-    """Trigger inference, then end the turn: what most stop strategies do."""
-    return (INFERENCE, Finalize(speaking_frames))
+def stopped(speaking_frames: bool | None = None, reason: TurnEndReason | None = None) -> Effects:
+    """Trigger inference, then end the turn (for ``reason``): what most stop strategies do."""
+    return (INFERENCE, Finalize(speaking_frames, reason))
 
 
 class Strategy(Generic[S]):
@@ -163,6 +182,14 @@ class Strategy(Generic[S]):
 
     def on_turn_stopped(self, state: S, now: float) -> tuple[S, Effects]:
         """A turn stopped (whoever decided it)."""
+        return state, NOTHING
+
+    def on_turn_resumed(self, state: S, words: str, now: float) -> tuple[S, Effects]:
+        """The turn just started reopens one that ended too soon (after :meth:`on_turn_started`).
+
+        ``words`` are what that turn had said: the reopened turn's words so
+        far (a continuation without words still has them).
+        """
         return state, NOTHING
 
     def open_resource(self, sample_rate: int) -> Any:

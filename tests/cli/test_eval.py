@@ -90,7 +90,7 @@ def test_labels_csv_single_utterances(with_model: Path, labels_folder: Path) -> 
 
 def test_a_sweep_gives_one_run_per_value_and_a_readable_plot(with_model: Path, short_call: Path,
                                                               tmp_path: Path) -> None:
-    out = tmp_path / "sub" / "tradeoff.png"
+    out = tmp_path / "tradeoff.png"
     r = run_cli("eval", str(short_call), "--no-punctuation", "--sweep", "unsure_timeout=0.4,1.0",
                 "--set", "stop_secs=0.2", "--plot", str(out), "--json")
     assert r.code == 0, r.err
@@ -114,11 +114,12 @@ def test_the_text_report_has_the_totals(with_model: Path, short_call: Path) -> N
     (["--set", "bogus=1"], "has no parameter 'bogus'"),
     (["--set", "unsure_timeout=-1"], "unsure_timeout"),
     (["--plot", "out.jpg"], "give a .png file name"),
-    (["--jobs", "0"], "--jobs must be 1 or more"),
+    (["--jobs", "0"], "argument --jobs: 0 is not 1 or more"),
 ])
 def test_bad_options_are_one_line_errors(with_model: Path, short_call: Path, argv: list[str], message: str) -> None:
+    """Every bad option is a usage error: one line, exit status 2."""
     r = run_cli("eval", str(short_call), *argv)
-    assert r.code in (1, 2) and message in r.err and "Traceback" not in r.err
+    assert r.code == 2 and message in r.err and "Traceback" not in r.err
 
 
 def test_recordings_without_labels_are_refused(with_model: Path, tmp_path: Path, short_call: Path) -> None:
@@ -160,18 +161,25 @@ def test_a_single_incomplete_utterance_is_cut_off_only_before_the_speaker_would_
     assert judge(item, _analysis([(2.1, "unfinished")]))[0].outcome == "held"
 
 
-def test_a_verdict_delivered_just_after_the_turn_event_is_the_deciding_reason() -> None:
-    """The turn-end event may come before the MetricsFrame of the verdict that caused it: still cause 'model'."""
+def test_the_turn_shows_the_reason_its_strategy_reported() -> None:
+    """The collector prints the strategy's own reason (kind, text, probability), derived nowhere else; a verdict
+    delivered just after the turn-end event is still listed before the turn it ended."""
     from rxvoice import frames as F
     from rxvoice.aggregators.reports import UserTurnStopped
     from rxvoice.cli.analysis import Setup as S
-    from rxvoice.cli.analysis import _Collector
-    from rxvoice.turns import FusedTurnStop, TurnAnalyzerStop
+    from rxvoice.cli.analysis import Verdict
+    from rxvoice.cli.runner import _Collector
+    from rxvoice.turns import FusedTurnStop, TurnEndReason
     from tests.turns.helpers import FakeAnalyzer
 
     clock = [0.0]
     queued: list[object] = []
-    for strategy, cause in ((TurnAnalyzerStop(FakeAnalyzer()), "model"), (FusedTurnStop(FakeAnalyzer()), "model")):
+    reason = TurnEndReason("model", "a made-up text: complete (p=0.90)", probability=0.9)
+    for stopped, expected in (
+        (UserTurnStopped(FusedTurnStop(FakeAnalyzer()), "What time is it?", "", reason=reason),
+         ("model", "a made-up text: complete (p=0.90)", 0.9)),
+        (UserTurnStopped(FusedTurnStop(FakeAnalyzer()), "What time is it?", ""), ("other", "FusedTurnStop", None)),
+    ):
         stt = Transcript((Segment("What time is it?", 0.0, 1.0, True),))
         c = _Collector(S(), stt, True, lambda: clock[0], None, queued.append)  # type: ignore[arg-type]
         clock[0] = 0.2
@@ -179,11 +187,11 @@ def test_a_verdict_delivered_just_after_the_turn_event_is_the_deciding_reason() 
         c.frame(F.VADUserStartedSpeakingFrame(0.2))
         clock[0] = 1.2
         c.frame(F.VADUserStoppedSpeakingFrame(0.2))
-        clock[0] = 1.3
-        c.frame(F.TranscriptionFrame("What time is it?", finalized=True))
         clock[0] = 1.35
-        c.turn_stopped(None, UserTurnStopped(strategy, "What time is it?", ""))
-        c.frame(F.MetricsFrame((F.TurnMetricsData("TurnAnalyzer", True, 0.9, 50.0),)))  # after the event
+        c.turn_stopped(None, stopped)
+        c.frame(F.MetricsFrame((F.TurnMetricsData("TurnAnalyzer", True, 0.3, 50.0),)))  # after the event
+        kinds = [type(o).__name__ for o in c.observations]
+        assert kinds.index("Verdict") < kinds.index("Turn")
         (turn,) = [o for o in c.observations if isinstance(o, Turn)]
-        assert (turn.cause, turn.probability) == (cause, 0.9), turn.reason
-        assert "complete (p=0.90)" in turn.reason
+        assert (turn.cause, turn.reason, turn.probability) == expected  # not the later verdict's 0.3
+        assert [v.probability for v in c.observations if isinstance(v, Verdict)] == [0.3]
