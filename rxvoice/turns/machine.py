@@ -615,9 +615,12 @@ class TurnMachine:
         if speaking is None:
             speaking = getattr(strategy, "enable_user_speaking_frames", True)
         s.started_at = now
-        recovered = now <= s.recoverable_until and self._recover(s, now)
-        if not recovered:
+        resumed = self._recover(s, now) if now <= s.recoverable_until else None
+        recovered = resumed is not None
+        if resumed is None:
             s.words.started(now)
+        else:
+            self._resumed(s, resumed, now)
         s.interrupted_bot = bool(interruptions) and s.bot_speaking
         port = s.port
         if speaking:
@@ -714,18 +717,26 @@ class TurnMachine:
 
     # 6. recovery from a false end
 
-    def _recover(self, s: TurnState, now: float) -> bool:
-        """The turn just started continues the one that ended at ``s.ended_at``. Returns whether it does."""
+    def _recover(self, s: TurnState, now: float) -> str | None:
+        """The turn just started continues the one that ended at ``s.ended_at``: the words it had (``None``: not)."""
         s.recoverable_until = _NEVER
         content = s.words.resume(now)
         if content is None:
-            return False
+            return None
         port = s.port
         if port.listens(EVENT_USER_TURN_RECOVERED):
             _, _, began = s.words.content()
             port.event(EVENT_USER_TURN_RECOVERED, UserTurnRecovered(
                 content, now - s.ended_at, iso8601(began if began is not None else s.ended_at)))
-        return True
+        return content
+
+    def _resumed(self, s: TurnState, words: str, now: float) -> None:
+        """Tell every strategy the turn reopened with ``words`` (a continuation without words still has them)."""
+        states = s.states
+        for i, strategy in enumerate(s.controller.strategies):
+            states[i], effects = strategy.on_turn_resumed(states[i], words, now)
+            if effects:
+                self._apply(s, i, strategy, effects, now)
 
     # -- timers and results ---------------------------------------------------------------------
 

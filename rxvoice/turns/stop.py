@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
+from .._seconds import check_seconds
 from ..errors import ConfigurationError
 from ..frames import (
     Frame,
@@ -89,8 +90,7 @@ def words_timeout(stt_known: bool, stt_timeout: float) -> float:
 
 def _non_negative(owner: str, **values: float) -> None:
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise ConfigurationError(f"{owner} needs {name} >= 0 seconds, got {value!r}")
+        check_seconds(value, f"{owner}.{name}")
 
 
 class SpeechTimeoutState(NamedTuple):
@@ -176,6 +176,9 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
 
     on_turn_stopped = on_turn_started
+
+    def on_turn_resumed(self, state: SpeechTimeoutState, words: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
 
 
 class TurnAnalyzerState(NamedTuple):
@@ -311,6 +314,9 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
         words, effects = self.words.reset(state.words)
         return TurnAnalyzerState(words, state.asks.next_segment()), (Disarm(_FALLBACK), *effects, *clear_stream())
 
+    def on_turn_resumed(self, state: TurnAnalyzerState, words: str, now: float) -> tuple[TurnAnalyzerState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
+
 
 class ExternalState(NamedTuple):
     """Where an externally decided turn stands."""
@@ -436,6 +442,9 @@ class ExternalStop(StopStrategy[ExternalState]):
     def on_turn_stopped(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
         return ExternalState(self.words.reset(state.words)[0]), _EXTERNAL_TIMERS
 
+    def on_turn_resumed(self, state: ExternalState, words: str, now: float) -> tuple[ExternalState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
+
 
 @dataclass(frozen=True)
 class ExternalCompletionStop(StopStrategy[None]):
@@ -509,6 +518,10 @@ class Deferred(StopStrategy[Any]):
 
     def on_turn_stopped(self, state: Any, now: float) -> tuple[Any, Effects]:
         s, e = self.inner.on_turn_stopped(state, now)
+        return s, _no_finalize(e)
+
+    def on_turn_resumed(self, state: Any, words: str, now: float) -> tuple[Any, Effects]:
+        s, e = self.inner.on_turn_resumed(state, words, now)
         return s, _no_finalize(e)
 
     def open_resource(self, sample_rate: int) -> Any:

@@ -174,6 +174,14 @@ class Strategy(Generic[S]):
         """A turn stopped (whoever decided it)."""
         return state, NOTHING
 
+    def on_turn_resumed(self, state: S, words: str, now: float) -> tuple[S, Effects]:
+        """The turn just started reopens one that ended too soon (after :meth:`on_turn_started`).
+
+        ``words`` are what that turn had said: the reopened turn's words so
+        far (a continuation without words still has them).
+        """
+        return state, NOTHING
+
     def open_resource(self, sample_rate: int) -> Any:
         """A per-session resource for :class:`Touch` and :class:`Analyze` (e.g. an audio buffer)."""
         return None

@@ -210,6 +210,10 @@ class WordsWait:
             return True
         return bool(w.text) and (w.finalized or w.stt_done) and (w.fresh or w.grace_done)
 
+    def resumed(self, w: WordsState, words: str) -> WordsState:
+        """A turn that ended too soon reopened: its words are this turn's so far (not the next speech's)."""
+        return w._replace(text=words.strip(), fresh=False)
+
     def reset(self, w: WordsState) -> tuple[WordsState, Effects]:
         """A turn started or stopped: its words start over (the STT's latency and the VAD's view stay)."""
         return WordsState(

@@ -223,15 +223,3 @@ def test_the_end_of_input_waits_for_the_words_their_answer_and_the_end_frame_thr
         ("user", "book a table"), ("assistant", "For how many?")]
     assert _kinds(rec)[-2:] == ["EndFrame", "COMPLETED"]
 
-
-def test_a_recognizer_that_hangs_holds_the_end_for_end_grace_at_most() -> None:
-    """The end does not wait forever: past ``end_grace`` the words still being recognized are reported lost."""
-    m = FrameMarbles()
-    stt = FakeSTT(["never heard"], offload=SchedulerOffload(m.scheduler, 100.0), end_grace=2.0)
-    errors: list[Exception] = []
-    stt.events.on("on_error", lambda _s, e: errors.append(e))
-    rec = m.run(stt, [*utterance(0.0, 0.5), (0.51, EndFrame()), (0.51, COMPLETED)], until=200.0)
-    assert _kinds(rec)[-2:] == ["EndFrame", "COMPLETED"]
-    assert rec.of_type(TranscriptionFrame) == []
-    assert rec.of_type(EndFrame)[0][0] == 2510
-    assert len(errors) == 1 and isinstance(errors[0], ServiceError) and "2 s" in str(errors[0])

@@ -223,15 +223,3 @@ def test_the_input_completing_without_an_end_frame_flushes_and_speaks_the_rest()
     assert [f.text for _, f in rec.of_type(TTSTextFrame)] == ["Half", "a", "sentence"]
     assert _kinds(rec)[-3:] == ["TTSStoppedFrame", "BotStoppedSpeakingFrame", "COMPLETED"]
 
-
-def test_a_synthesizer_that_hangs_holds_the_end_for_end_grace_at_most() -> None:
-    m = FrameMarbles()
-    tts = ToneTTS(offload=SchedulerOffload(m.scheduler, lambda n: 100.0 if n == 1 else 0.0), end_grace=2.0)
-    errors: list[Exception] = []
-    tts.events.on("on_error", lambda _s, e: errors.append(e))
-    items = [(0.0, TTSSpeakFrame("one")), (0.0, TTSSpeakFrame("stuck")), (0.0, TTSSpeakFrame("three")),
-             (0.1, EndFrame()), (0.1, COMPLETED)]
-    rec = m.run(tts, items, until=200)
-    assert [f.text for _, f in rec.of_type(TTSTextFrame)] == ["one", "three"]
-    assert len(errors) == 1 and isinstance(errors[0], ServiceError) and "'stuck'" in str(errors[0])
-    assert _kinds(rec)[-2:] == ["EndFrame", "COMPLETED"] and rec.down[-1][0] < 10_000
