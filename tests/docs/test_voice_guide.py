@@ -34,11 +34,11 @@ def test_the_voice_app_example_on_a_taken_port_is_one_line(tmp_path: Path) -> No
 def test_the_guide_lists_what_serve_offers() -> None:
     """The synopsis names every --stop setup and every --stt/--tts choice the command has."""
     from rxvoice.cli.serve import STT_CHOICES, TTS_CHOICES
-    from rxvoice.cli.setups import setup_names
+    from rxvoice.cli.setups import STOP_CHOICES
 
     text = (REPO / "docs" / "voice.md").read_text()
     synopsis = text.split("## `rxvoice serve`", 1)[1].split("```", 2)[1]
-    assert f"--stop {'|'.join(setup_names())}" in synopsis
+    assert f"--stop {'|'.join(STOP_CHOICES)}" in synopsis
     assert f"--stt {'|'.join(STT_CHOICES)}" in synopsis and f"--tts {'|'.join(TTS_CHOICES)}" in synopsis
 
 
