@@ -127,7 +127,7 @@ def transcribe(
 def recognized_words(
     recording: Recording, setup: Any, choice: str | None, err: TextIO, quiet: bool
 ) -> tuple[Transcript | None, str | None]:
-    """The words ``--stt`` asks for (None: placeholders) and the engine's name, with a note on stderr."""
+    """The words ``--stt`` asks for (None: placeholders) and the engine that gave them, noted on stderr."""
     engine = default_stt() if choice is None else choice
     stt = offline_stt(engine)
     if stt is None:
@@ -141,4 +141,4 @@ def recognized_words(
                   "and `rxvoice model install stt`") if engine == "pocketsphinx" else "offline"
         print(f"note: no transcript: the words are {stt_label(engine)}'s ({len(words.segments)} utterances; "
               f"{caveat}); --stt none keeps the VAD placeholders", file=err)
-    return words, stt_label(engine)
+    return words, engine

@@ -97,7 +97,7 @@ def test_without_a_transcript_whisper_is_the_default_where_installed(with_model:
     assert r.code == 0, r.err
     assert "the words are Whisper tiny.en's" in r.err
     rec = json.loads(r.out)["recordings"][0]
-    assert rec["words_from"] == "Whisper tiny.en" and rec["transcript"] is None
+    assert rec["words_from"] == "whisper" and rec["transcript"] is None
     said = " ".join(t["text"] for t in rec["turns"])
     for phrase in ("i would like to", "boston next", "friday", "leave on saturday"):
         assert phrase in said, said
@@ -158,6 +158,7 @@ def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None
     assert set(rec) == {"file", "error", "transcript", "words_from", "duration", "source_rate", "source_channels",
                         "encoding", "conversions", "warnings", "level", "no_speech", "speech", "words", "verdicts",
                         "turns", "labels", "label"}
+    assert rec["words_from"] == "transcript"
     assert rec["warnings"] == [] and rec["no_speech"] is None and rec["label"] is None
     assert rec["level"]["peak_dbfs"] < 0 and rec["level"]["vad_max_confidence"] > 0.9
     assert rec["error"] is None and rec["duration"] == 18.304 and rec["conversions"] == []
