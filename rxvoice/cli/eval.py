@@ -41,9 +41,20 @@ import numpy as np
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Segment, Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .analysis import STOP_CHOICES, VAD_CHOICES, Analysis, Recovered, Setup, Turn, analyze, check_transcript
-from .analysis import _stop_strategy as stop_strategy
+from .observations import Recovered, Turn
 from .progress import Progress
+from .runner import Analysis, analyze
+from .score import check_transcript
+from .setups import (
+    DEFAULT_SETUP,
+    FALLBACK_SETUP,
+    VAD_CHOICES,
+    Setup,
+    named_setup,
+    setup_names,
+    stop_help,
+    stop_strategy,
+)
 from .wav import RATE, Recording, read_wav
 
 __all__ = [
@@ -387,9 +398,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="WAVs with transcripts beside them, or folders")
-    p.add_argument("--stop", choices=STOP_CHOICES, default="smart-turn",
-                   help="the setup: smart-turn (the recommended one, default), smart-turn-only "
-                        "(the model's verdicts alone) or speech-timeout")
+    p.add_argument("--stop", choices=setup_names(), default=DEFAULT_SETUP, help=stop_help(DEFAULT_SETUP))
     p.add_argument("--vad", choices=VAD_CHOICES, default="silero", help="the VAD (default silero)")
     p.add_argument("--stt-delay", type=_nonneg, default=0.3, metavar="S",
                    help="finals arrive S seconds after each segment ends (default 0.3)")
@@ -559,10 +568,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise CLIError("--jobs must be 1 or more")
     items = find_items(args.paths, resume_after=args.resume_after)
     model: Path | None = None
-    if args.stop != "speech-timeout":
+    if named_setup(args.stop).needs_model:
         choice = choose_model(args.model)
         if choice.path is None:
-            raise CLIError(f"{choice.problem}; install it with `rxvoice model install`, or use --stop speech-timeout")
+            raise CLIError(f"{choice.problem}; install it with `rxvoice model install`, "
+                           f"or use --stop {FALLBACK_SETUP}")
         model = choice.path
     setups = _setups(args, model)
     progress = Progress(len(items) * len(setups), err, force=args.progress)

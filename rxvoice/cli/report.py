@@ -43,8 +43,11 @@ from typing import Any
 import numpy as np
 
 from ._common import secs
-from .analysis import Analysis, Score, Setup, SpeechStarted, Turn, Verdict, Words
 from .labels import LabelsSummary, LabelVerdict, summarize
+from .observations import SpeechStarted, Turn, Verdict, Words
+from .runner import Analysis
+from .score import Score
+from .setups import Setup
 from .wav import RATE
 
 __all__ = [
@@ -167,14 +170,7 @@ def _r(value: float | None) -> float | None:
 def describe_setup(setup: Setup) -> str:
     """One line: VAD, stop strategy, STT and model timing."""
     vad = f"VAD {setup.vad} (stops after {setup.vad_params.stop_secs:g} s of silence)"
-    if setup.stop == "smart-turn":
-        model = setup.model.name if setup.model else "?"
-        timing = "real model latency" if setup.realtime else f"verdicts take {setup.model_latency * 1000:.0f} ms"
-        stop = f"turn end: Smart Turn ({model}; {timing})"
-    else:
-        quiet = setup.vad_params.stop_secs + setup.speech_timeout
-        stop = f"turn end: speech timeout ({quiet:.1f} s of silence)"
-    return f"{vad} · {stop} · STT finals {setup.stt_delay:g} s after speech"
+    return f"{vad} · {setup.named.describe(setup)} · STT finals {setup.stt_delay:g} s after speech"
 
 
 def score_line(score: Score) -> str:

@@ -64,8 +64,8 @@ from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
 from ._common import CLIError
-from .analysis import Setup, _stop_strategy
 from .server import INFERENCE_CHOICES, Models, listen, loopback, self_signed_certificate, serve_forever, tls_context
+from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, setup_names, stop_help, stop_strategy
 from .turns import make_setup
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
@@ -101,7 +101,7 @@ class ServeOptions:
         stt: ``pocketsphinx``, ``openai``, ``client`` (the client sends its own words) or ``none``
             (placeholders: "(speech N)").
         tts: ``espeak``, ``openai`` or ``paced`` (words only, no audio).
-        stop: ``smart-turn`` or ``speech-timeout`` (as ``rxvoice turns --stop``).
+        stop: a registered setup's name (as ``rxvoice turns --stop``).
         model: The Smart Turn model file (for ``smart-turn``).
         speech_timeout: ``SpeechTimeoutStop.user_speech_timeout``.
         llm: ``scripted`` or ``openai`` (``OPENAI_BASE_URL`` set: ``OPENAI_MODEL``, default gpt-4o-mini).
@@ -120,7 +120,7 @@ class ServeOptions:
 
     stt: str = "pocketsphinx"
     tts: str = "espeak"
-    stop: str = "smart-turn"
+    stop: str = DEFAULT_SETUP
     model: Path | None = None
     speech_timeout: float = 0.6
     llm: str = "scripted"
@@ -152,7 +152,7 @@ class ServeOptions:
     def describe(self) -> dict[str, Any]:
         return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
                 "vad_stop_secs": self.setup.vad_params.stop_secs,
-                "speech_timeout": self.speech_timeout if self.stop == "speech-timeout" else None,
+                "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None,
                 "inference": self.inference, "max_sessions": self.max_sessions}
 
 
@@ -185,7 +185,6 @@ class _Watch:
         self.speech_start = 0.0
         self.speech_end = 0.0
         self.speech_end_clock: float | None = None
-        self.verdict: TurnMetricsData | None = None
         self.turns = 0
         self.level_sum = 0.0
         self.level_n = 0
@@ -222,13 +221,11 @@ class _Watch:
         t = type(frame)
         if t is VADUserStartedSpeakingFrame:
             self.speech_start = max(0.0, self.t - frame.start_secs)  # type: ignore[attr-defined]
-            self.verdict = None
             self.send("vad", speaking=True, at=round(self.speech_start, 3))
         elif t is VADUserStoppedSpeakingFrame:
             stop = frame.stop_secs  # type: ignore[attr-defined]
             self.speech_end = max(self.speech_start, self.t - stop)
             self.speech_end_clock = self.clock() - stop
-            self.verdict = None
             self.send("vad", speaking=False, at=round(self.speech_end, 3))
         elif t is InterimTranscriptionFrame:
             self.send("interim", text=frame.text)  # type: ignore[attr-defined]
@@ -239,7 +236,6 @@ class _Watch:
         elif t is MetricsFrame:
             for d in frame.data:  # type: ignore[attr-defined]
                 if isinstance(d, TurnMetricsData):
-                    self.verdict = d
                     self.send("verdict", complete=d.is_complete, probability=round(float(d.probability), 4),
                               ms=round(d.e2e_processing_time_ms, 1))
         elif t is TTSTextFrame:
@@ -259,10 +255,17 @@ class _Watch:
         strategy = getattr(stopped.strategy, "name", None) if stopped.strategy is not None else None
         latency = None if self.speech_end_clock is None else round(self.clock() - self.speech_end_clock, 3)
         index, t = self.turns, self.t
+        # The reason is the one the deciding strategy (or the watchdog) reported: shown as it is.
+        reason = stopped.reason
+        message = {"type": "turn_end", "t": t, "index": index, "text": stopped.content, "strategy": strategy,
+                   "reason": reason.text if reason is not None else (strategy or "(no reason given)"),
+                   "cause": reason.kind if reason is not None else "other",
+                   "probability": None if reason is None or reason.probability is None
+                   else round(reason.probability, 4),
+                   "latency": latency}
 
         def report() -> None:  # after the step that ended the turn: its verdict has come out by then
-            self.transport.send({"type": "turn_end", "t": t, "index": index, "text": stopped.content,
-                                 "strategy": strategy, "reason": self._reason(strategy, latency), "latency": latency})
+            self.transport.send(message)
 
         loop = self.transport.loop
         if loop is None:
@@ -270,21 +273,6 @@ class _Watch:
         else:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(report)
-
-    def _reason(self, strategy: str | None, latency: float | None) -> str:
-        verdict = self.verdict
-        if strategy is None:
-            return "the stop watchdog (no activity)"
-        if strategy == "TurnAnalyzerStop":
-            if verdict is not None and verdict.is_complete:
-                return f"Smart Turn: complete (p={verdict.probability:.2f})"
-            if latency is not None and latency >= 2.5:
-                return "3 s of silence (Smart Turn's fallback)"
-            return "words without a VAD pause to judge"
-        if strategy == "SpeechTimeoutStop":
-            quiet = self.options.setup.vad_params.stop_secs + self.options.speech_timeout
-            return f"{quiet:.1f} s of silence"
-        return str(strategy)
 
     def fallback(self, fallback: InferenceFallback) -> None:
         """An inference backend was slow or failed: the page is told what was decided without it (any thread)."""
@@ -406,7 +394,7 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
         return watch.analyzer
 
     turn_analyzer = models.turn_analyzer(watch.fallback) if models is not None else None
-    stop = _stop_with(setup, turn_analyzer) if turn_analyzer is not None else _stop_strategy(setup)
+    stop = _stop_with(setup, turn_analyzer) if turn_analyzer is not None else stop_strategy(setup)
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
     pair = Pair(context, turns=TurnsConfig(stop=[stop]))
     user, assistant = pair.user(), pair.assistant()
@@ -435,7 +423,10 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
 
 
 def _stop_with(setup: Setup, analyzer: Any) -> Any:
-    """The setup's stop strategy judging with ``analyzer`` (a session's backend analyzer)."""
+    """The setup's stop strategy judging with ``analyzer`` (a session's backend analyzer).
+
+    The built-in Smart Turn setups are rebuilt on it; a setup registered later builds its own (in process).
+    """
     from ..audio.recommended import recommended_turn_setup
     from ..turns import TurnAnalyzerStop
 
@@ -443,17 +434,19 @@ def _stop_with(setup: Setup, analyzer: Any) -> Any:
         if setup.stop == "smart-turn":
             overrides: dict[str, Any] = dict(setup.overrides)
             return recommended_turn_setup(analyzer=analyzer, **overrides).stop
-        return TurnAnalyzerStop(analyzer, **setup._stop_overrides())
+        if setup.stop == "smart-turn-only":
+            return TurnAnalyzerStop(analyzer, **setup.stop_overrides())
     except ConfigurationError as exc:
         raise CLIError(str(exc)) from None
+    return stop_strategy(setup)
 
 
 def make_app(options: ServeOptions, *, admission: Any = None, deploy: bool = True) -> Any:
     """The aiohttp application of ``rxvoice serve`` (one process: its sessions share its :class:`Models`)."""
     from ..transports import voice_app
 
-    if options.stop == "speech-timeout":
-        _stop_strategy(options.setup)  # check the setup now, not when the first caller speaks
+    if not options.setup.named.needs_model:
+        stop_strategy(options.setup)  # check the setup now, not when the first caller speaks
     models = Models(options, deploy=deploy)
     SileroVADAnalyzer(16000).close()  # load Silero now
 
@@ -492,8 +485,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="speech-to-text (default pocketsphinx when installed, else none: placeholders)")
     p.add_argument("--tts", choices=TTS_CHOICES,
                    help="text-to-speech (default espeak when espeak-ng is installed, else paced words)")
-    p.add_argument("--stop", choices=("smart-turn", "speech-timeout"),
-                   help="what ends a turn (default: smart-turn when the model is found, else speech-timeout)")
+    p.add_argument("--stop", choices=setup_names(),
+                   help=stop_help(f"{DEFAULT_SETUP} when the Smart Turn model is found, else {FALLBACK_SETUP}"))
     p.add_argument("--speech-timeout", type=float, default=0.6, metavar="S",
                    help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
     p.add_argument("--model", metavar="PATH", help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL, ...)")

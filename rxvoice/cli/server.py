@@ -113,7 +113,7 @@ class Models:
         self.backend: InferenceBackend | None = None
         self.decoders: Any = None
         remote_stt = options.stt == "pocketsphinx" and options.inference != "in-process"
-        if options.stop != "speech-timeout":
+        if options.setup.named.needs_model:
             self.backend = make_backend(options, stt="pocketsphinx" if remote_stt else None, deploy=deploy)
         elif remote_stt:
             self.backend = make_backend(options, stt="pocketsphinx", deploy=deploy)
@@ -125,7 +125,7 @@ class Models:
 
     def turn_analyzer(self, on_fallback: Callable[[InferenceFallback], None]) -> EndOfTurnAnalyzer | None:
         """A session's Smart Turn analyzer (its fallbacks reported to that session), or None."""
-        if self.backend is None or self.options.stop == "speech-timeout":
+        if self.backend is None or not self.options.setup.named.needs_model:
             return None
         from ..inference import BackendTurnAnalyzer
 

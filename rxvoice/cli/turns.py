@@ -2,7 +2,7 @@
 
 A transcript is taken from ``--transcript``, else from ``<name>.transcript.json``
 beside the WAV (``--no-transcript`` ignores it); without one, placeholders
-made from the VAD stand in for the STT (see :mod:`rxvoice.cli.analysis`).
+made from the VAD stand in for the STT (see :mod:`rxvoice.cli.runner`).
 A ``labels.csv`` beside the recordings (:mod:`rxvoice.cli.labels`) adds each
 file's verdict against its label, and the accuracy.
 """
@@ -18,10 +18,12 @@ from typing import Any, TextIO
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .analysis import Setup, analyze, check_transcript
 from .labels import LABELS_FILE, Label, judge, read_labels
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
+from .runner import analyze
+from .score import check_transcript
+from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, named_setup, setup_names, stop_help
 from .transcribe import STT_CHOICES, recognized_words
 from .wav import read_wav
 
@@ -91,10 +93,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                        help="the recording's transcript (segments with text/start/end/turn_end); "
                             "default: <name>.transcript.json beside it")
     words.add_argument("--no-transcript", action="store_true", help="ignore a transcript found beside the WAV")
-    p.add_argument("--stop", choices=("speech-timeout", "smart-turn", "smart-turn-only"),
-                   help="what ends a turn: smart-turn (the recommended setup: Smart Turn, the words and the "
-                        "silence), smart-turn-only (the model's verdicts alone), speech-timeout "
-                        "(default: smart-turn when the model is found, else speech-timeout)")
+    p.add_argument("--stop", choices=setup_names(),
+                   help=stop_help(f"{DEFAULT_SETUP} when the Smart Turn model is found, else {FALLBACK_SETUP}"))
     p.add_argument("--vad", choices=("silero", "webrtc"), default="silero", help="the VAD (default silero)")
     p.add_argument("--speech-timeout", type=_seconds(0.0, 10.0), default=0.6, metavar="S",
                    help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
@@ -117,11 +117,11 @@ def make_setup(args: argparse.Namespace, err: TextIO) -> Setup:
     choice = choose_model(args.model)
     stop = args.stop
     if stop is None:
-        stop = "smart-turn" if choice.path is not None else "speech-timeout"
+        stop = DEFAULT_SETUP if choice.path is not None else FALLBACK_SETUP
         if choice.path is None:
-            print(f"note: {choice.problem}: using --stop speech-timeout "
+            print(f"note: {choice.problem}: using --stop {FALLBACK_SETUP} "
                   "(`rxvoice model install` gets it)", file=err)
-    elif stop != "speech-timeout" and choice.path is None:
+    elif named_setup(stop).needs_model and choice.path is None:
         raise CLIError(f"{choice.problem}; `rxvoice model install` gets it")
     return Setup(
         vad=args.vad, stop=stop, model=choice.path, stt_delay=args.stt_delay, model_latency=args.model_latency,

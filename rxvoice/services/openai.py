@@ -80,6 +80,7 @@ from ..frames import (
 )
 from ..pipeline.processor import EventfulProcessor, Port
 from ..summarization import format_transcript, messages_to_summarize
+from ._http import split_credentials
 from ._jobs import Job, running_loop, scheduler_loop
 from .chat_stream import ChatStreamDecoder, ToolCallRequest, status_error
 from .functions import Function, FunctionHandler, as_function, functions_of
@@ -158,8 +159,9 @@ class OpenAILLM(EventfulProcessor):
             raise ConfigurationError(f"OpenAILLM needs a model name, got {model!r}")
         base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         parts = urlsplit(base)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigurationError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {base!r}")
+        root, auth = split_credentials(parts)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {root!r}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key and parts.hostname == "api.openai.com":
             raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
@@ -172,8 +174,10 @@ class OpenAILLM(EventfulProcessor):
         if reserved:
             raise ConfigurationError(f"params may not set {sorted(reserved)}: the stage sends them itself")
         self.model = model
-        self.base_url = base.rstrip("/")
+        self.base_url = root.rstrip("/")  # credentials written in it go as basic auth, never into a log line
         self.url = f"{self.base_url}/chat/completions"
+        self.request_auth: dict[str, Any] = {"auth": httpx.BasicAuth(*auth)} if auth is not None else {}
+        """Extra arguments of each request: basic auth from the base URL's credentials, when it had some."""
         self.params = extra
         self.timeout = _check_seconds("timeout", timeout)
         self.developer_role = developer_role
@@ -386,7 +390,8 @@ class _LLMSession:
         clock = self.port.time
         done = False
         try:
-            async with self._http().stream("POST", llm.url, json=body, headers=llm.headers) as response:
+            async with self._http().stream("POST", llm.url, json=body, headers=llm.headers,
+                                           **llm.request_auth) as response:
                 if response.status_code >= 400:
                     raise status_error(response.status_code, await response.aread())
                 self._enter(partial(self._opened, stream))
@@ -697,7 +702,8 @@ class _LLMSession:
         text: list[str] = []
         try:
             decoder = ChatStreamDecoder()
-            async with self._http().stream("POST", self.llm.url, json=body, headers=self.llm.headers) as response:
+            async with self._http().stream("POST", self.llm.url, json=body, headers=self.llm.headers,
+                                           **self.llm.request_auth) as response:
                 if response.status_code >= 400:
                     raise status_error(response.status_code, await response.aread())
                 if "json" in response.headers.get("content-type", ""):

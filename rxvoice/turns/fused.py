@@ -34,59 +34,62 @@ from ..errors import ConfigurationError
 from ..frames import (
     Frame,
     InputAudioRawFrame,
-    InterimTranscriptionFrame,
-    SpeechControlParamsFrame,
     StartFrame,
-    STTMetadataFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
-from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
-from .stop import (
-    _analyze,
-    _begin,
-    _clear,
-    _feed,
-    _words,
-    verdict_effects,
-    words_timeout,
+from .analyzer import (
+    AnalyzerSession,
+    Asks,
+    EndOfTurnAnalyzer,
+    announce_params,
+    answered,
+    ask,
+    clear_stream,
+    close_session,
+    fed,
+    feed_audio,
+    open_session,
+    vad_started,
 )
-from .strategy import NOTHING, Analyze, Arm, Disarm, Effect, Effects, Push, StopStrategy, Touch, stopped
+from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
+from .reasons import TurnEndReason, model_label, no_vad_reason
+from .strategy import NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
+from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = ["FusedTurnState", "FusedTurnStop"]
 
 log = logging.getLogger("rxvoice.turns.fused")
 
 _EPS = 1e-6
-_NEVER = -math.inf
-_VERDICT = "v"
-_TIMERS: Effects = (Disarm("decide"), Disarm("grace"), Disarm("stt"))
+_DECIDE = "decide"
 _NO_WORDS = CompletionVerdict(Completion.UNSURE, "no words for the last speech")
 
 
 class FusedTurnState(NamedTuple):
     """Where a fused decision stands (one session's, never mutated)."""
 
-    speaking: bool = False
-    vad_stopped: bool = False
-    no_vad: bool = False
-    speech_end: float = _NEVER
-    text: str = ""
-    text_at: float = _NEVER
-    finalized: bool = False
-    grace_done: bool = False
-    stt_done: bool = False
+    words: WordsState = WordsState()
+    """The wait for the words of the last speech (and the turn's words so far)."""
+    asks: Asks = Asks()
+    """The questions to the audio model."""
     model_complete: bool = False
+    """The model's verdict on the last pause: complete."""
     probability: float | None = None
-    segment: int = 0
-    inflight: bool = False
-    reanalyze: bool = False
-    asked_at: float = 0.0
-    stt_timeout: float = 0.0
-    stt_known: bool = False
+    no_vad: bool = False
+    """No VAD around the words: the quiet after them decides."""
     answered: bool = False
+
+    @property
+    def speaking(self) -> bool:
+        """The VAD hears speech."""
+        return self.words.speaking
+
+    @property
+    def text(self) -> str:
+        """The turn's words so far."""
+        return self.words.text
 
 
 def _seconds(name: str, value: object, high: float = 30.0) -> None:
@@ -145,10 +148,8 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
     _rules: CompletionRules | None = field(default=None, init=False, repr=False, compare=False)
-    handles: ClassVar[frozenset[type[Frame]]] = frozenset({
-        InputAudioRawFrame, StartFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
-        TranscriptionFrame, InterimTranscriptionFrame, STTMetadataFrame,
-    })
+    words: WordsWait = field(init=False, repr=False, compare=False)
+    handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES | {InputAudioRawFrame, StartFrame}
 
     def __post_init__(self) -> None:
         if self.analyzer is not None and not callable(getattr(self.analyzer, "open_stream", None)):
@@ -170,8 +171,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
                 f"(got {self.finished_timeout}, {self.unsure_timeout}, {self.unfinished_timeout})"
             )
         object.__setattr__(self, "_rules", completion_rules(self.language))
+        object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
 
-    # -- the decision -------------------------------------------------------------------------
+    # -- the decision: what the words and the model say, and how much silence that needs ----------
 
     def words_verdict(self, text: str) -> CompletionVerdict:
         """What the words say (``UNSURE`` when the language has no rules or they fail)."""
@@ -196,154 +198,128 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
 
     def _words_of_last_speech(self, s: FusedTurnState) -> CompletionVerdict | None:
         """The verdict on the words, once the last speech's words are in (``None``: still waiting)."""
-        fresh = s.text_at >= s.speech_end - _EPS
+        w = s.words
+        if not self.words.ready(w):
+            return None  # no words at all, or not the last speech's yet (the watchdog closes an empty turn)
         if not self.wait_for_transcript:
-            return self.words_verdict(s.text) if s.text else _NO_WORDS
-        if not s.text:
-            return None  # no words at all: nothing to answer (the watchdog closes an empty turn)
-        if not (s.finalized or s.stt_done):
-            return None
-        if fresh:
-            return self.words_verdict(s.text)
-        return _NO_WORDS if s.grace_done else None
+            return self.words_verdict(w.text) if w.text else _NO_WORDS
+        return self.words_verdict(w.text) if w.fresh else _NO_WORDS
 
     def _decide(self, s: FusedTurnState, now: float, effects: list[Effect]) -> tuple[FusedTurnState, Effects]:
-        if s.speaking or not s.vad_stopped or s.answered:
+        """Answer now, or arm the wait for the silence the verdicts need."""
+        if s.words.speaking or not s.words.vad_stopped or s.answered:
             return s, tuple(effects)
         words = self._words_of_last_speech(s)
         if words is None:
             return s, tuple(effects)
         need = self.needed_silence(words, s.model_complete)
-        silence = now - s.speech_end
+        silence = now - s.words.speech_end
         if silence >= need - _EPS:
-            return s._replace(answered=True), (*effects, *_TIMERS, *stopped())
-        return s, (*effects, Arm("decide", need - silence))
+            return self._answer(s, effects, self.end_reason(s, words, now))
+        return s, (*effects, Arm(_DECIDE, need - silence))
 
-    def _ask(self, s: FusedTurnState, now: float, effects: list[Effect]) -> FusedTurnState:
-        if self.analyzer is None:
-            return s
-        if s.inflight:
-            return s._replace(reanalyze=True)
-        effects.append(Touch(_begin))
-        effects.append(Analyze(f"{_VERDICT}{s.segment}", _analyze))
-        return s._replace(inflight=True, reanalyze=False, asked_at=now)
+    def _decide_without_vad(self, text: str) -> float:
+        """With no VAD around the words, the quiet after them that answers."""
+        wait = self.transcript_timeout
+        words = self.words_verdict(text)
+        if words.completion is Completion.INCOMPLETE:
+            wait = max(wait, self.needed_silence(words, False))
+        return wait
 
-    # -- the protocol -------------------------------------------------------------------------
+    def _answer(
+        self, s: FusedTurnState, effects: list[Effect], reason: TurnEndReason
+    ) -> tuple[FusedTurnState, Effects]:
+        return s._replace(answered=True), (*effects, Disarm(_DECIDE), *self.words.cancel, *stopped(reason=reason))
+
+    def end_reason(self, s: FusedTurnState, words: CompletionVerdict, now: float) -> TurnEndReason:
+        """Why this strategy answers now: the words' verdict, the model's and the silence that rule asks for."""
+        need = self.needed_silence(words, s.model_complete)
+        waited = abs(now - s.words.text_at) < _EPS  # the rule was met before the words came: they decided the instant
+        w = ", then waited for the words" if waited else ""
+        said = words.reason if words is _NO_WORDS else f"words {words.completion.value}: {words.reason}"
+        judged = None if words is _NO_WORDS else words.completion.value
+        model = model_label(self.analyzer)
+        p = " (no verdict yet)" if s.probability is None else f" (p={s.probability:.2f})"
+        if words.completion is Completion.INCOMPLETE:
+            kind, text = ("sequence" if words.tentative else "unfinished"), f"{said}; waited {need:g} s of silence{w}"
+        elif s.model_complete:
+            kind, text = "model", f"{model}: complete{p}, {said}{w}"
+        else:
+            kind = "words" if words.completion is Completion.COMPLETE else "unsure"
+            verdict = "" if self.analyzer is None else f"; {model} incomplete{p}"
+            text = f"{said}{verdict}; {need:g} s of silence{w}"
+        return TurnEndReason(kind, text, probability=s.probability, silence=need, words=judged, waited_for_words=waited)
+
+    # -- the waiting: the words of the last speech, the model's verdicts, the timers --------------
 
     def initial(self) -> FusedTurnState:
         return FusedTurnState()
 
     def open_resource(self, sample_rate: int) -> AnalyzerSession | None:
-        return None if self.analyzer is None else AnalyzerSession(self.analyzer, sample_rate)
+        return open_session(self.analyzer, sample_rate)
 
     def close_resource(self, resource: Any) -> None:
-        if isinstance(resource, AnalyzerSession):
-            resource.close()
+        close_session(resource)
+
+    def _ask(self, s: FusedTurnState, now: float, effects: list[Effect]) -> FusedTurnState:
+        return s if self.analyzer is None else s._replace(asks=ask(s.asks, now, effects))
 
     def on_frame(self, state: FusedTurnState, frame: Frame, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
         t = type(frame)
         if t is InputAudioRawFrame:
-            if self.analyzer is None:
-                return s, NOTHING
-            return s, _feed(frame, s.speaking, "audio")
+            return (s, NOTHING) if self.analyzer is None else (s, feed_audio(frame, s.words.speaking, "audio"))
+        if t is StartFrame:
+            return (s, NOTHING) if self.analyzer is None else (s, announce_params(self.analyzer))
+        words, effects = self.words.on_frame(s.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
-            secs = float(getattr(frame, "start_secs", 0.0))
-            s = s._replace(
-                speaking=True, vad_stopped=False, no_vad=False, model_complete=False, probability=None,
-                grace_done=False, stt_done=False, segment=s.segment + 1, reanalyze=False, answered=False,
-            )
+            s = FusedTurnState(words, s.asks.next_segment())
             if self.analyzer is None:
-                return s, _TIMERS
-            return s, (*_TIMERS, Touch(lambda r: r.update_vad_start_secs(secs)))
+                return s, (Disarm(_DECIDE), *effects)
+            return s, (Disarm(_DECIDE), *effects, *vad_started(frame))
         if t is VADUserStoppedSpeakingFrame:
-            stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            speech_end = now - stop_secs
-            effects: list[Effect] = [Disarm("decide")]
-            stt_wait = s.stt_timeout - stop_secs
-            stt_done = s.finalized or stt_wait <= 0
-            if not stt_done:
-                effects.append(Arm("stt", stt_wait))
-            grace = words_timeout(s.stt_known, s.stt_timeout) - stop_secs
-            fresh = s.text_at >= speech_end - _EPS
-            if not fresh and grace > 0:
-                effects.append(Arm("grace", grace))
-            s = s._replace(
-                speaking=False, vad_stopped=True, no_vad=False, speech_end=speech_end, model_complete=False,
-                probability=None, stt_done=stt_done, grace_done=fresh or grace <= 0,
-            )
-            s = self._ask(s, now, effects)
-            return self._decide(s, now, effects)
-        if t is TranscriptionFrame:
-            if not _words(frame):
-                return s, NOTHING
-            text = f"{s.text} {frame.text.strip()}".strip()  # type: ignore[attr-defined]
-            finalized = bool(getattr(frame, "finalized", False)) or s.finalized
-            s = s._replace(text=text, text_at=now, finalized=finalized, stt_done=s.stt_done or finalized)
-            if not s.speaking and not s.vad_stopped:
-                # No VAD around these words: count the quiet from them.
-                words = self.words_verdict(text)
-                wait = self.transcript_timeout
-                if words.completion is Completion.INCOMPLETE:
-                    wait = max(wait, self.needed_silence(words, False))
-                return s._replace(no_vad=True, answered=False), (Disarm("grace"), Disarm("stt"), Arm("decide", wait))
-            out: list[Effect] = [Disarm("grace")]
-            if finalized:
-                out.append(Disarm("stt"))
+            out: list[Effect] = [Disarm(_DECIDE), *effects]
+            s = self._ask(s._replace(words=words, no_vad=False, model_complete=False, probability=None), now, out)
             return self._decide(s, now, out)
-        if t is InterimTranscriptionFrame:
-            return (s._replace(finalized=False), NOTHING) if s.finalized else (s, NOTHING)
-        if t is STTMetadataFrame:
-            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
-            return s._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
-        if t is StartFrame and self.analyzer is not None:
-            params = getattr(self.analyzer, "params", None)
-            return s, (Push(SpeechControlParamsFrame(turn_params=params), both_ways=True),)
-        return s, NOTHING
+        if t is TranscriptionFrame and has_words(frame):
+            if s.words.no_vad:  # no VAD around these words: count the quiet from them
+                s = s._replace(words=words, no_vad=True, answered=False)
+                return s, (*effects, Arm(_DECIDE, self._decide_without_vad(words.text)))
+            return self._decide(s._replace(words=words), now, list(effects))
+        return s._replace(words=words), effects
 
     def on_timer(self, state: FusedTurnState, key: str, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
-        if key == "decide" and s.no_vad:
-            return s._replace(answered=True), (*_TIMERS, *stopped())
-        if key == "grace":
-            s = s._replace(grace_done=True)
-        elif key == "stt":
-            s = s._replace(stt_done=True)
-        elif key != "decide":
-            return s, NOTHING
-        return self._decide(s, now, [])
+        if key == _DECIDE:
+            if s.no_vad:
+                return self._answer(s, [], no_vad_reason(self.transcript_timeout))
+            return self._decide(s, now, [])
+        words = self.words.on_timer(s.words, key)
+        return (s, NOTHING) if words is None else self._decide(s._replace(words=words), now, [])
 
     def on_result(self, state: FusedTurnState, key: str, value: Any, now: float) -> tuple[FusedTurnState, Effects]:
-        s = state
-        if not key.startswith(_VERDICT):
-            # Audio feeding: the stream's own 3 s fallback is not used (the timeouts bound every wait).
-            if isinstance(value, BaseException):
-                log.warning("feeding the end-of-turn analyzer failed (%s); chunk skipped", value)
-            return s, NOTHING
-        complete, probability, effects = verdict_effects(value, now - s.asked_at)
-        current = key == f"{_VERDICT}{s.segment}"
-        reanalyze = s.reanalyze
-        s = s._replace(inflight=False, reanalyze=False)
-        if reanalyze:
-            s = self._ask(s, now, effects)
-        if not current or s.speaking:
+        asks, answer, effects = answered(state.asks, key, value, now)
+        if answer is None:  # audio fed: the stream's own 3 s fallback is not used (the timeouts bound every wait)
+            fed(value)
+            return state, NOTHING
+        s = state._replace(asks=asks)
+        if not answer.current or s.words.speaking:
             return s, tuple(effects)
-        model_complete = complete if probability is None else probability > self.complete_threshold
-        return self._decide(s._replace(model_complete=model_complete, probability=probability), now, effects)
+        p = answer.probability
+        model_complete = answer.complete if p is None else p > self.complete_threshold
+        return self._decide(s._replace(model_complete=model_complete, probability=p), now, effects)
 
     def on_turn_started(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
-        return state._replace(
-            vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, model_complete=False,
-            probability=None, grace_done=False, stt_done=False, answered=False,
-        ), _TIMERS
+        words, effects = self.words.reset(state.words)
+        return FusedTurnState(words, state.asks), (Disarm(_DECIDE), *effects)
 
     def on_turn_stopped(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
-        s = state._replace(
-            vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, model_complete=False,
-            probability=None, grace_done=False, stt_done=False, segment=state.segment + 1, reanalyze=False,
-            answered=False,
-        )
+        words, effects = self.words.reset(state.words)
+        s = FusedTurnState(words, state.asks.next_segment())
         if self.analyzer is None:
-            return s, _TIMERS
-        return s, (*_TIMERS, Touch(_clear))
+            return s, (Disarm(_DECIDE), *effects)
+        return s, (Disarm(_DECIDE), *effects, *clear_stream())
 
+    def on_turn_resumed(self, state: FusedTurnState, words: str, now: float) -> tuple[FusedTurnState, Effects]:
+        # The reopened turn keeps its words: a continuation without words (a cough) is bounded like any other.
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING

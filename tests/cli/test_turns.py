@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from rxvoice.cli.analysis import Setup, _chunks, first_pass
+from rxvoice.cli.analysis import Setup, first_pass
+from rxvoice.cli.runner import _chunks
 from rxvoice.cli.wav import read_wav
 
 from .conftest import TURN_FILES, run_cli

@@ -383,7 +383,9 @@ def test_external_stop_adopts_an_announced_stop_without_announcing_again() -> No
     b.turn_started()
     b.at(0.0, F.UserStartedSpeakingFrame()).at(0.1, T("hi")).at(0.2)
     _state, effects = b.strategy.on_frame(b.state, F.UserStoppedSpeakingFrame(), 0.3)
-    assert Finalize(False) in effects
+    finals = [e for e in effects if isinstance(e, Finalize)]
+    assert [e.speaking_frames for e in finals] == [False] and finals[0].reason is not None
+    assert finals[0].reason.kind == "external"
 
 
 def test_external_stop_an_announced_empty_stop_ends_after_the_timeout() -> None:
@@ -418,7 +420,7 @@ def test_deferred_needs_a_strategy() -> None:
 
 def test_stereo_audio_is_downmixed_for_the_analyzer() -> None:
     """Two-channel audio reaches an end-of-turn stream as mono (the channels averaged)."""
-    from rxvoice.turns.stop import _downmix
+    from rxvoice.turns.analyzer import downmix_pcm16 as _downmix
 
     stereo = bytes(bytearray((100).to_bytes(2, "little", signed=True) + (-50).to_bytes(2, "little", signed=True)) * 3)
     mono = _downmix(stereo, 2)
