@@ -17,7 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_browser import CHROMIUM, DRIVER, _wait
+from tests.e2e.test_browser import _wait
+from tests.support import require_program
 
 
 def _free_port() -> int:
@@ -45,7 +46,7 @@ def _driver(wav: Path, profile: Path) -> Any:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
+    options.binary_location = require_program("chromium")
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
                 "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
@@ -53,11 +54,12 @@ def _driver(wav: Path, profile: Path) -> Any:
                 "--host-resolver-rules=MAP rxvoice.test 127.0.0.1", "--ignore-certificate-errors"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(str(DRIVER)))
+    return webdriver.Chrome(options=options, service=Service(require_program("chromedriver")))
 
 
 def test_the_microphone_needs_https_off_localhost_and_self_signed_gives_it(tmp_path: Path) -> None:
-    assert CHROMIUM and DRIVER, "chromium and chromium-driver are not installed (.ci/run installs them)"
+    for program in ("chromium", "chromedriver"):
+        require_program(program)
     plain_port, tls_port = _free_port(), _free_port()
     token = "browser-test-token"
     plain = _start(plain_port, tmp_path, "--allow-origin", f"http://rxvoice.test:{plain_port}")
