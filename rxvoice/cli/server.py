@@ -154,7 +154,8 @@ def make_backend(options: ServeOptions, *, stt: str | None, deploy: bool = True)
 
     try:
         if options.inference == "process-pool":
-            return inference.ProcessPoolBackend(options.model, processes=options.inference_processes, stt=stt)
+            return inference.ProcessPoolBackend(options.model, processes=options.inference_processes, stt=stt,
+                                                stt_processes=options.inference_processes)
         if options.inference == "ray":
             return inference.RayServeBackend(options.ray_address, model=str(options.model) if options.model else None,
                                              stt=stt, deploy=deploy)

@@ -3,10 +3,14 @@
 A server process runs every session's frames on one event loop; model work
 on its threads still competes for its GIL (PocketSphinx holds it while it
 decodes, Smart Turn's feature extraction in part). :class:`ProcessPoolBackend`
-sends Smart Turn windows and STT segments to ``processes`` worker processes
-(spawned, each loading the models once). Windows that queue while every
-worker is busy go out together as one batch (one model call), so a loaded
-server batches by itself.
+sends Smart Turn windows to ``processes`` worker processes (spawned, each
+loading the model once); windows that queue while every worker is busy go
+out together as one batch (one model call), so a loaded server batches by
+itself. PocketSphinx runs in ``stt_processes`` processes of its own (a long
+utterance never delays a verdict): whole segments (:meth:`~ProcessPoolBackend.transcribe`)
+or streamed as the caller speaks (:meth:`~ProcessPoolBackend.open_recognizer`:
+each session's audio goes to one process as it comes, so its words are ready
+when the utterance ends, and the waiting thread holds no GIL).
 """
 
 from __future__ import annotations
@@ -32,10 +36,11 @@ log = logging.getLogger("rxvoice.inference")
 _MODELS: dict[str, Any] = {}  # in each worker process: the analyzer and the decoder pool
 
 
-def _init(model: str, stt: str | None) -> None:
-    from ..audio.turn import SmartTurnAnalyzer
+def _init(model: str | None, stt: str | None) -> None:
+    if model is not None:
+        from ..audio.turn import SmartTurnAnalyzer
 
-    _MODELS["turn"] = SmartTurnAnalyzer(model)
+        _MODELS["turn"] = SmartTurnAnalyzer(model)
     if stt == "pocketsphinx":
         from .sphinx import DecoderPool
 
@@ -43,18 +48,90 @@ def _init(model: str, stt: str | None) -> None:
 
 
 def _ready() -> bool:
-    return "turn" in _MODELS
+    return bool(_MODELS)
 
 
 def _judge(windows: list[Float32Array]) -> list[float]:
     return list(_MODELS["turn"].probabilities(windows))
 
 
-def _transcribe(pcm: bytes, sample_rate: int) -> str:
-    pool = _MODELS.get("stt")
-    if pool is None:
-        raise InferenceError("this backend runs no speech-to-text (give it stt='pocketsphinx')")
-    return str(pool._decode(pcm, sample_rate))
+def _shard(conn: Any) -> None:
+    """A PocketSphinx process: each session's utterance on a lent decoder, its adaptation kept per session."""
+    from .sphinx import DecoderPool, _PooledRecognizer
+
+    pool = DecoderPool(keep=2)
+    sessions: dict[int, _PooledRecognizer] = {}
+    conn.send(("ready", None))
+    while True:
+        try:
+            key, op, payload = conn.recv()
+        except EOFError:
+            return
+        try:
+            if op == "segment":
+                conn.send(("ok", pool._decode(*payload)))
+                continue
+            recognizer = sessions.get(key)
+            if recognizer is None:
+                recognizer = sessions[key] = _PooledRecognizer(pool)
+            if op == "accept":
+                conn.send(("ok", recognizer.accept(payload)))
+            elif op == "finish":
+                conn.send(("ok", recognizer.finish()))
+            else:  # close
+                sessions.pop(key, None)
+                recognizer.close()
+                conn.send(("ok", None))
+        except Exception as exc:  # the caller's utterance fails, the process goes on
+            conn.send(("error", repr(exc)))
+
+
+class _Shard:
+    """One PocketSphinx process and the pipe to it (one request at a time; the waiting thread holds no GIL)."""
+
+    def __init__(self, context: Any, start_timeout: float) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_shard, args=(child,), daemon=True, name="rxvoice-sphinx")
+        self.process.start()
+        child.close()
+        self.lock = threading.Lock()
+        if not self.conn.poll(start_timeout):
+            self.process.terminate()
+            raise ConfigurationError("a PocketSphinx process did not start")
+        self.conn.recv()
+
+    def call(self, key: int, op: str, payload: Any) -> Any:
+        with self.lock:
+            try:
+                self.conn.send((key, op, payload))
+                status, value = self.conn.recv()
+            except (EOFError, OSError) as exc:
+                raise InferenceError(f"the PocketSphinx process is gone: {exc!r}") from exc
+        if status == "error":
+            raise InferenceError(f"the PocketSphinx process failed: {value}")
+        return value
+
+    def close(self) -> None:
+        self.conn.close()
+        self.process.terminate()
+
+
+class _RemoteRecognizer:
+    """A session's recognizer in a PocketSphinx process (the ``Recognizer`` protocol; calls block on the pipe)."""
+
+    def __init__(self, shard: _Shard, key: int) -> None:
+        self.shard = shard
+        self.key = key
+
+    def accept(self, audio: bytes) -> str | None:
+        result = self.shard.call(self.key, "accept", audio)
+        return None if result is None else str(result)
+
+    def finish(self) -> str:
+        return str(self.shard.call(self.key, "finish", None))
+
+    def close(self) -> None:
+        self.shard.call(self.key, "close", None)
 
 
 class ProcessPoolBackend:
@@ -62,8 +139,9 @@ class ProcessPoolBackend:
 
     Args:
         model: The Smart Turn model file (default: found the usual way).
-        processes: Worker processes (each loads the models once).
-        stt: ``"pocketsphinx"`` to transcribe segments there too, or ``None``.
+        processes: Smart Turn worker processes (each loads the model once).
+        stt: ``"pocketsphinx"`` to run the recognizer in processes too, or ``None``.
+        stt_processes: PocketSphinx processes (each decodes one utterance piece at a time).
         max_batch: The most windows sent in one call.
         start_timeout: Seconds the workers have to start and load the models.
 
@@ -77,8 +155,9 @@ class ProcessPoolBackend:
         self,
         model: str | Path | None = None,
         *,
-        processes: int = 2,
+        processes: int = 1,
         stt: str | None = None,
+        stt_processes: int = 1,
         max_batch: int = 32,
         start_timeout: float = 120.0,
     ) -> None:
@@ -90,9 +169,9 @@ class ProcessPoolBackend:
         self.processes = processes
         self.stt = stt
         self.max_batch = max_batch
+        context = multiprocessing.get_context("spawn")
         self._pool = concurrent.futures.ProcessPoolExecutor(
-            processes, mp_context=multiprocessing.get_context("spawn"), initializer=_init,
-            initargs=(str(self.model_path), stt),
+            processes, mp_context=context, initializer=_init, initargs=(str(self.model_path), None),
         )
         self._queue: deque[tuple[Float32Array, concurrent.futures.Future[float]]] = deque()
         self._lock = threading.Lock()
@@ -105,6 +184,15 @@ class ProcessPoolBackend:
         except Exception as exc:
             self._pool.shutdown(wait=False, cancel_futures=True)
             raise ConfigurationError(f"the inference worker processes did not start: {exc!r}") from exc
+        self._shards: list[_Shard] = []
+        if stt is not None:
+            try:
+                self._shards = [_Shard(context, start_timeout) for _ in range(max(1, stt_processes))]
+            except Exception:
+                self.close()
+                raise
+        self._next = 0
+        self._keys = 0
 
     def turn_probabilities(self, windows: Sequence[Float32Array]) -> concurrent.futures.Future[list[float]]:
         from .backend import _gather
@@ -155,16 +243,34 @@ class ProcessPoolBackend:
                 f.set_result(p)
         self._pump()
 
+    def _shard_for(self) -> tuple[_Shard, int]:
+        if not self._shards:
+            raise InferenceError("this backend runs no speech-to-text (give it stt='pocketsphinx')")
+        with self._lock:
+            self._keys += 1
+            self._next = (self._next + 1) % len(self._shards)
+            return self._shards[self._next], self._keys
+
     def transcribe(self, pcm: bytes, sample_rate: int) -> concurrent.futures.Future[str]:
+        from .backend import waiter_offload
+
         try:
-            return self._pool.submit(_transcribe, pcm, sample_rate)
-        except RuntimeError as exc:
+            shard, key = self._shard_for()
+        except InferenceError as exc:
             failed: concurrent.futures.Future[str] = concurrent.futures.Future()
-            failed.set_exception(InferenceError(f"the process pool is closed: {exc}"))
+            failed.set_exception(exc)
             return failed
+        return waiter_offload(lambda: str(shard.call(key, "segment", (pcm, sample_rate))))
+
+    def open_recognizer(self) -> _RemoteRecognizer:
+        """A session's streaming recognizer in one of the PocketSphinx processes (for an STT stage)."""
+        shard, key = self._shard_for()
+        return _RemoteRecognizer(shard, key)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for shard in getattr(self, "_shards", []):
+            shard.close()
 
     def __repr__(self) -> str:
-        return f"ProcessPoolBackend(processes={self.processes}, stt={self.stt!r})"
+        return f"ProcessPoolBackend(processes={self.processes}, stt={self.stt!r}, stt_processes={len(self._shards)})"

@@ -1,8 +1,12 @@
-"""Speech-to-text through a backend: each utterance sent whole, its words waited for a bounded time.
+"""Speech-to-text through a backend: streamed where the backend can, else each utterance sent whole.
 
-:class:`BackendSTT` is an ordinary STT stage (placed after the VAD): it
-keeps each utterance's audio and, when the VAD closes it, asks the backend
-for its words (no interim guesses: the segment is judged whole). A backend
+:class:`BackendSTT` is an ordinary STT stage (placed after the VAD). With a
+backend that opens streaming recognizers (``open_recognizer()``:
+:class:`~rxvoice.inference.ProcessPoolBackend`), each session's audio goes to
+its recognizer as it comes, with interim guesses, and the final words are
+ready when the utterance ends. Otherwise it keeps each utterance's audio and,
+when the VAD closes it, asks the backend for its words (no interim guesses:
+the segment is judged whole), waiting a bounded time. A backend
 that fails or does not answer within ``timeout`` seconds loses that
 utterance's words: the stage reports it (``on_error`` with an
 :class:`~rxvoice.inference.InferenceError`, an ``ErrorFrame`` upstream) and
@@ -53,8 +57,9 @@ class BackendSTT(STTService):
 
     Args:
         backend: Where segments are transcribed.
-        timeout: Seconds an utterance's words are waited for.
+        timeout: Seconds a whole utterance's words are waited for.
         on_fallback: Called with each :class:`~rxvoice.inference.InferenceFallback`.
+        streaming: Stream to the backend's recognizers when it has them (``open_recognizer``).
         **kwargs: As for :class:`~rxvoice.services.stt.STTService` (the offload defaults to
             :func:`~rxvoice.inference.waiter_offload`; ``ttfs_p99_latency`` to ``timeout``).
     """
@@ -67,6 +72,7 @@ class BackendSTT(STTService):
         *,
         timeout: float = 2.0,
         on_fallback: Callable[[InferenceFallback], None] | None = None,
+        streaming: bool = True,
         **kwargs: Any,
     ) -> None:
         if not callable(getattr(backend, "transcribe", None)):
@@ -80,11 +86,16 @@ class BackendSTT(STTService):
         self.backend = backend
         self.timeout = float(timeout)
         self.on_fallback = on_fallback
+        self.streaming = streaming
 
     def __repr__(self) -> str:
         return f"BackendSTT({self.backend!r})"
 
     def new_recognizer(self) -> Recognizer:
+        opener = getattr(self.backend, "open_recognizer", None)
+        if self.streaming and callable(opener):
+            recognizer: Recognizer = opener()
+            return recognizer
         return _SegmentRecognizer(self)
 
     def words(self, pcm: bytes) -> str:

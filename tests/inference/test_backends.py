@@ -110,6 +110,13 @@ def test_the_process_pool_gives_the_same_verdicts_and_words(smart_turn_model: Pa
         words = backend.transcribe(utterance(2), 16000).result(timeout=60)
         assert words and words == local.transcribe(utterance(2), 16000).result(timeout=60)
         assert backend.calls >= 1 and backend.judged == len(ws)
+        # streamed: a session's recognizer in the PocketSphinx process, fed as the caller speaks
+        remote = BackendSTT(backend).new_recognizer()
+        speech = utterance(2)
+        for k in range(0, len(speech), 8000):
+            remote.accept(speech[k:k + 8000])
+        assert remote.finish() == words
+        remote.close()
     finally:
         backend.close()
 
