@@ -18,7 +18,9 @@ included. Starts are spread over ``--stagger`` seconds. A session is **held**
 when every one of its turn ends is decided within ``--held-within`` seconds
 (1.0). Per N the table gives sessions held, latency p50/p90/p99, the Smart
 Turn verdict time p50/p99 as the server measured it (ask → answer: what an
-inference backend adds shows here), fallbacks, the server's CPU, its memory
+inference backend adds shows here), the Smart Turn questions asked per call
+(answered or fallen back), fallbacks, the server's CPU (its process tree: the
+workers, a process pool, a local Ray instance), its memory
 per active session, and, measured before the load, the memory and CPU of an
 idle connection (``--idle`` connections opened and left silent).
 
@@ -316,7 +318,7 @@ def main() -> None:
     print(f"# inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, held within "
           f"{args.held_within} s, cores {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'stt':<13} {'N':>3} {'held':>7} {'p50 s':>6} {'p90 s':>6} {'p99 s':>6} {'verdict p50/p99 ms':>19} "
-          f"{'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11}")
+          f"{'asks/call':>9} {'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11}")
     last: Run | None = None
     for stt in args.stt:
         for n in args.n:
@@ -328,7 +330,8 @@ def main() -> None:
                     p50, p90, p99 = r.p
                     tag = f" (+{r.reconnects} reconnects)" if r.reconnects else ""
                     print(f"{stt:<13} {n:>3} {r.held:>3}/{n:<3} {p50:>6.2f} {p90:>6.2f} {p99:>6.2f} "
-                          f"{pct(r.verdicts_ms, 0.5):>9.0f}/{pct(r.verdicts_ms, 0.99):<9.0f} {r.fallbacks:>9} "
+                          f"{pct(r.verdicts_ms, 0.5):>9.0f}/{pct(r.verdicts_ms, 0.99):<9.0f} "
+                          f"{(len(r.verdicts_ms) + r.fallbacks) / n:>9.1f} {r.fallbacks:>9} "
                           f"{r.cpu:>5.0%} {r.rss_active_mb:>9.1f} {r.rss_idle_mb:>8.2f} {r.cpu_idle_ms:>11.2f}{tag}",
                           flush=True)
                 if args.reconnect:

@@ -64,10 +64,12 @@ log = logging.getLogger("rxvoice.cli.serve")
 
 INFERENCE_CHOICES = ("in-process", "process-pool", "ray")
 
-CORES_PER_SESSION = {"client": 0.06, "none": 0.06, "openai": 0.06, "pocketsphinx": 0.4, "whisper": 0.5}
+CORES_PER_SESSION = {"client": 0.06, "none": 0.06, "openai": 0.06, "pocketsphinx": 0.4}
 """The share of a core one live session costs, by ``--stt`` (Silero, Smart Turn at each pause, the words,
-the scripted model, the page's events), as ``benchmarks/serve.py`` measures it on a real-time call; it is
-what the default ``--max-sessions`` is derived from (see :func:`default_max_sessions`)."""
+the scripted model, the page's events), as ``benchmarks/serve.py`` measures it on a real-time call (the
+slope of the server's CPU against N at N = 1 to 4, where every session is held); it is what the default
+``--max-sessions`` is derived from (see :func:`default_max_sessions`). An engine not listed counts as the
+dearest."""
 
 HEADROOM = 0.8
 """The share of the machine's cores the default admission fills (the rest absorbs bursts: every caller pausing
