@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ._seconds import MAX_SECONDS as _MAX_SECONDS
+from ._seconds import check_seconds
 from .errors import InvalidAudioError, InvalidFrameFieldError, InvalidToolCallError, InvalidTranscriptError
 from .text.blank import is_blank, repair_surrogates
 
@@ -143,7 +145,7 @@ UP = Direction.UPSTREAM
 """Shorthand for ``Direction.UPSTREAM``: back towards the input (bot speaking, tool re-runs, summaries)."""
 
 
-MAX_SECONDS = 86_400.0
+MAX_SECONDS = _MAX_SECONDS
 """The longest duration a frame may carry (seconds): one day. Longer ones overflow timers and mean nothing."""
 
 _MAX_TIMESTAMP = 1e11
@@ -160,11 +162,7 @@ def _seconds(frame: object, name: str, *, positive: bool = False, limit: float =
     t = type(value)
     if (t is float or t is int) and (value > 0.0 if positive else value >= 0.0) and value <= limit:
         return
-    if not isinstance(value, int | float) or isinstance(value, bool) or not (
-        math.isfinite(value) and (value > 0 if positive else value >= 0) and value <= limit
-    ):
-        kind = "> 0" if positive else ">= 0"
-        raise _field_error(frame, name, f"a number of seconds {kind} and at most {limit:g}", value)
+    check_seconds(value, f"{type(frame).__name__}.{name}", positive=positive, high=limit, error=InvalidFrameFieldError)
 
 
 def _count(frame: object, name: str, minimum: int) -> None:

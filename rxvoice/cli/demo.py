@@ -95,6 +95,8 @@ class _Printer:
             self.line(o.ended, "user", f'"{o.text}"')
             after = "" if o.latency is None else f"{o.latency:.2f} s after speech stopped: "
             flag = "  << cut off mid-sentence" if o.premature else ""
+            if o.recovered_from is not None:
+                flag += f"  (reopens turn {o.recovered_from}: the caller went on before the bot spoke)"
             self.line(o.ended, "", f"turn {o.index} ended {after}{o.reason}{flag}")
         elif isinstance(o, BotReply):
             self.line(o.time, "bot", f'"{o.text}"')

@@ -71,19 +71,24 @@ class Turn:
         started: when it began.
         ended: when it ended (the answer could start).
         strategy: the deciding stop strategy's name (None: watchdog or recording end).
-        cause: ``model`` (a complete Smart Turn verdict), ``fallback`` (Smart Turn's
-            3 s of silence), ``silence`` (the speech timeout), ``no-vad`` (words
-            without VAD speech), ``watchdog``, ``end`` (the recording ended first);
-            with the recommended :class:`~rxvoice.turns.FusedTurnStop` also
-            ``words`` (finished words, the model said incomplete), ``unsure``
-            (neither decided: the bounded fallback), ``unfinished`` and
-            ``sequence`` (unfinished words, or a number being read: the bounded wait).
-        reason: why, in words.
+        cause: the ``kind`` of the reason the deciding strategy reported
+            (:data:`rxvoice.turns.REASON_KINDS`): ``model`` (a complete Smart Turn
+            verdict), ``fallback`` (Smart Turn's own silence fallback), ``silence``
+            (the speech timeout), ``no-vad`` (words without VAD speech), ``watchdog``,
+            ``end`` (the recording ended first); with the recommended
+            :class:`~rxvoice.turns.FusedTurnStop` also ``words`` (finished words, the
+            model said incomplete), ``unsure`` (neither decided: the bounded fallback),
+            ``unfinished`` and ``sequence`` (unfinished words, or a number being read:
+            the bounded wait); ``other`` from a strategy that reports no reason.
+        reason: why, in words: the text of the strategy's reason, as it gave it.
         speech_end: when the speech before it ended (None: unknown).
         latency: ``ended - speech_end``.
         text: the turn's words.
         probability: the Smart Turn probability behind the decision, if any.
         premature: with a transcript, whether it cut the speaker off mid-sentence.
+        recovered_from: the turn this one reopened (its index), when the user went on
+            after a false end before the bot said anything: this turn's words then
+            repeat that turn's, as the conversation now holds them once.
     """
 
     index: int
@@ -97,13 +102,24 @@ class Turn:
     text: str
     probability: float | None = None
     premature: bool | None = None
+    recovered_from: int | None = None
+
+    @property
+    def reopened(self) -> bool:
+        """This turn reopened an earlier one (see :attr:`recovered_from`)."""
+        return self.recovered_from is not None
 
 
 @dataclass(frozen=True)
 class Recovered:
-    """The user aggregator undid a false end of turn (its ``on_user_turn_recovered`` event)."""
+    """The user aggregator undid a false end of turn (its ``on_user_turn_recovered`` event).
+
+    ``after``: seconds between the false end and the user going on; ``turn``: the turn reopened.
+    """
 
     time: float
+    after: float | None = None
+    turn: int | None = None
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,6 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
     plt = _pyplot()
     fig = timeline_figure(analysis)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=110)
     except OSError as exc:
         raise CLIError(f"cannot write the plot to {out}: {exc.strerror or exc}") from None

@@ -265,6 +265,10 @@ class _Collector:
         self.observations: list[Observation] = []
         self.turn_start: float | None = None
         self.turn_index = 0
+        self.reopens: int | None = None
+        """The turn a recovery is reopening (set by the recovered event, taken by the next start)."""
+        self.reopening: int | None = None
+        """The turn the open turn reopened."""
         self.defer = defer if defer is not None else (lambda fn: fn())
         self.pending: list[Callable[[], None]] = []
 
@@ -308,10 +312,15 @@ class _Collector:
     def turn_started(self, _agg: object, _strategy: object = None) -> None:
         self.turn_index += 1
         self.turn_start = self.now()
+        self.reopening = self.reopens
+        self.reopens = None
         self.add(TurnStarted(self.turn_start, self.turn_index))
 
-    def recovered(self, _agg: object, _payload: object = None) -> None:
-        self.add(Recovered(self.now()))
+    def recovered(self, _agg: object, payload: object = None) -> None:
+        # Raised as the turn that continues the last one starts (before its started event).
+        after = getattr(payload, "after", None)
+        self.reopens = self.turn_index
+        self.add(Recovered(self.now(), None if after is None else round(float(after), 6), self.turn_index))
 
     def bot(self, _agg: object, turn: AssistantTurnStopped) -> None:
         if turn.content.strip():
@@ -320,14 +329,16 @@ class _Collector:
     def turn_stopped(self, _agg: object, stopped: UserTurnStopped) -> None:
         t = self.now()
         started = self.turn_start if self.turn_start is not None else t
-        index = self.turn_index
+        index, reopened = self.turn_index, self.reopening
         self.turn_start = None
+        self.reopening = None
         # Observed once this instant is over (or at the next observation): the verdict that decided the
         # turn may be delivered just after the event, and it reads better before the turn it ended.
-        self.pending.append(lambda: self._explain(t, started, index, stopped))
+        self.pending.append(lambda: self._explain(t, started, index, stopped, reopened))
         self.defer(self.flush)
 
-    def _explain(self, t: float, started: float, index: int, stopped: UserTurnStopped) -> None:
+    def _explain(self, t: float, started: float, index: int, stopped: UserTurnStopped,
+                 reopened: int | None = None) -> None:
         """The turn as an observation, with the reason its stop strategy (or the watchdog) gave."""
         strategy = stopped.strategy.name if stopped.strategy is not None else None
         speech_end, premature = self._speech_end(t)
@@ -338,7 +349,7 @@ class _Collector:
             cause, text, probability = reason.kind, reason.text, reason.probability
         latency = None if speech_end is None else round(t - speech_end, 6)
         self.add(Turn(index, started, t, strategy, cause, text, speech_end, latency,
-                      stopped.content, probability, premature))
+                      stopped.content, probability, premature, reopened))
 
     def _speech_end(self, t: float) -> tuple[float | None, bool | None]:
         """When the speech before ``t`` ended, and (with a labeled transcript) whether the turn cut it off."""

@@ -63,10 +63,10 @@ from ..services.stt import (
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
-from ._common import CLIError
+from ._common import MODEL_HELP, CLIError, need_module, port_number, positive_int
 from .server import INFERENCE_CHOICES, Models, listen, loopback, self_signed_certificate, serve_forever, tls_context
 from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, setup_names, stop_help, stop_strategy
-from .turns import make_setup
+from .turns import make_setup, seconds_between
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
 
@@ -75,6 +75,14 @@ log = logging.getLogger("rxvoice.cli.serve")
 STT_CHOICES = ("pocketsphinx", "openai", "client", "none")
 TTS_CHOICES = ("espeak", "openai", "paced")
 SYSTEM_PROMPT = "You are a friendly voice assistant. Answer in one or two short sentences."
+DESCRIPTION = (
+    "Talk to a bot in the browser and watch its turn decisions live. A local page captures the microphone; "
+    "per connection the server runs the Silero VAD, speech-to-text, the user aggregator with the stop strategy "
+    "of --stop, the scripted model (or an OpenAI-compatible one when OPENAI_BASE_URL is set), text-to-speech "
+    "and the assistant aggregator, and the page draws the input level, the VAD confidence, each Smart Turn "
+    "verdict, every turn start and end with its reason and latency, the words and the conversation. Needs the "
+    "serve extra (pip install 'rxvoice[serve]'); PocketSphinx words need the stt extra."
+)
 
 
 def reply_to(snapshot: ContextSnapshot) -> Reply:
@@ -186,6 +194,8 @@ class _Watch:
         self.speech_end = 0.0
         self.speech_end_clock: float | None = None
         self.turns = 0
+        self.reopens: int | None = None
+        self.reopening: int | None = None
         self.level_sum = 0.0
         self.level_n = 0
         self.chunks = 0
@@ -248,7 +258,11 @@ class _Watch:
     # -- events ----------------------------------------------------------------------
 
     def turn_started(self, _agg: object, _payload: object = None) -> None:
+        self.reopening, self.reopens = self.reopens, None
         self.send("turn_start", index=self.turns + 1)
+
+    def recovered(self, _agg: object, _payload: object = None) -> None:
+        self.reopens = self.turns  # the turn that just ended falsely: the one starting now continues it
 
     def turn_stopped(self, _agg: object, stopped: UserTurnStopped) -> None:
         self.turns += 1
@@ -257,12 +271,13 @@ class _Watch:
         index, t = self.turns, self.t
         # The reason is the one the deciding strategy (or the watchdog) reported: shown as it is.
         reason = stopped.reason
+        reopened, self.reopening = self.reopening, None
         message = {"type": "turn_end", "t": t, "index": index, "text": stopped.content, "strategy": strategy,
                    "reason": reason.text if reason is not None else (strategy or "(no reason given)"),
                    "cause": reason.kind if reason is not None else "other",
                    "probability": None if reason is None or reason.probability is None
                    else round(reason.probability, 4),
-                   "latency": latency}
+                   "latency": latency, "reopened": reopened is not None, "recovered_from": reopened}
 
         def report() -> None:  # after the step that ended the turn: its verdict has come out by then
             self.transport.send(message)
@@ -404,6 +419,8 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
         user.offload = waiter_offload  # a verdict job waits on its backend: not on the compute pool
     user.events.on("on_user_turn_started", watch.turn_started)
     user.events.on("on_user_turn_stopped", watch.turn_stopped)
+    if "on_user_turn_recovered" in user.events.names:
+        user.events.on("on_user_turn_recovered", watch.recovered)
     assistant.events.on("on_assistant_turn_stopped", watch.bot_turn)
     subscription = context.snapshots.subscribe(watch.context)
     transport.on_close(subscription.dispose)
@@ -475,21 +492,20 @@ def partial_stage(options: ServeOptions) -> Callable[[Any], Stage]:
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``serve``."""
-    p = sub.add_parser(
-        "serve", help="talk to a bot in the browser and watch its turn decisions live",
-        description=(__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", ""),
-    )
-    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
-    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0: any free port)")
+    p = sub.add_parser("serve", help="talk to a bot in the browser and watch its turn decisions live",
+                       description=DESCRIPTION)
+    p.add_argument("--host", type=_host, default="127.0.0.1",
+                   help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 or :: for all)")
+    p.add_argument("--port", type=port_number, default=8765, help="the port (default 8765; 0: any free port)")
     p.add_argument("--stt", choices=STT_CHOICES,
                    help="speech-to-text (default pocketsphinx when installed, else none: placeholders)")
     p.add_argument("--tts", choices=TTS_CHOICES,
                    help="text-to-speech (default espeak when espeak-ng is installed, else paced words)")
     p.add_argument("--stop", choices=setup_names(),
                    help=stop_help(f"{DEFAULT_SETUP} when the Smart Turn model is found, else {FALLBACK_SETUP}"))
-    p.add_argument("--speech-timeout", type=float, default=0.6, metavar="S",
+    p.add_argument("--speech-timeout", type=seconds_between(0.0, 10.0), default=0.6, metavar="S",
                    help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
-    p.add_argument("--model", metavar="PATH", help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL, ...)")
+    p.add_argument("--model", metavar="PATH", help=MODEL_HELP)
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                    help="another page allowed to connect (http://host:port); repeatable")
     _add_server_arguments(p)
@@ -498,19 +514,19 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def _add_server_arguments(p: argparse.ArgumentParser) -> None:
     """The server's own options: capacity, processes, inference, access, TLS."""
-    p.add_argument("--max-sessions", type=int, metavar="N",
+    p.add_argument("--max-sessions", type=positive_int, metavar="N",
                    help="sessions at once; more callers are told 'server full' (default: what this machine's "
                         "cores carry with the chosen --stt, measured by benchmarks/serve.py)")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="server processes sharing the port, e.g. one per core (default 1)")
     p.add_argument("--inference", choices=INFERENCE_CHOICES, default="in-process",
                    help="where Smart Turn (and, with --stt pocketsphinx, the recognizer) runs: in this process "
                         "(default), a local process pool, or a Ray Serve deployment")
-    p.add_argument("--inference-processes", type=int, default=1, metavar="N",
+    p.add_argument("--inference-processes", type=positive_int, default=1, metavar="N",
                    help="processes of --inference process-pool (default 1)")
     p.add_argument("--ray-address", metavar="HOST:PORT",
                    help="the Ray cluster for --inference ray (default: start a local Ray instance)")
-    p.add_argument("--inference-timeout", type=float, default=1.0, metavar="S",
+    p.add_argument("--inference-timeout", type=seconds_between(0.01, 60.0), default=1.0, metavar="S",
                    help="seconds a Smart Turn verdict is waited for before the turn is decided without it "
                         "(default 1.0)")
     p.add_argument("--token", metavar="TOKEN",
@@ -527,6 +543,7 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
     """The options the command line asks for, with defaults filled in from what is installed."""
     import shutil
 
+    need_module("aiohttp", "serve", "rxvoice serve")
     setup = make_setup(argparse.Namespace(  # the builder `rxvoice turns` uses: the same default and errors
         model=args.model, stop=args.stop, vad="silero", stt_delay=0.3, model_latency=0.05,
         speech_timeout=args.speech_timeout, tail=4.0), err)
@@ -548,9 +565,9 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         raise CLIError("--tts espeak needs the espeak-ng program: install the Debian package espeak-ng")
     llm = "openai" if os.environ.get("OPENAI_BASE_URL") else "scripted"
     if (stt == "openai" or tts == "openai" or llm == "openai") and not _has_httpx():
-        raise CLIError("the OpenAI-compatible services need httpx: pip install 'rxvoice[openai]'")
-    if not 0 <= args.port <= 65535:
-        raise CLIError(f"--port {args.port}: give 0..65535")
+        why = "OPENAI_BASE_URL is set: the OpenAI-compatible model" if llm == "openai" else "--stt/--tts openai"
+        raise CLIError(f"{why} needs the httpx package: pip install 'rxvoice[openai]' "
+                       "(from a clone: .venv/bin/pip install -e '.[openai]')")
     return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
                         llm=llm, allowed_origins=tuple(args.allow_origin), **_server_options(args, stt, err))
 
@@ -559,13 +576,7 @@ def _server_options(args: argparse.Namespace, stt: str, err: TextIO) -> dict[str
     """The server's own options, checked; off loopback a token is made up when none is given."""
     from ..transports import new_token
 
-    for name in ("max_sessions", "workers", "inference_processes"):
-        value = getattr(args, name, None)
-        if value is not None and value < 1:
-            raise CLIError(f"--{name.replace('_', '-')} {value}: give 1 or more")
     timeout = getattr(args, "inference_timeout", 1.0)
-    if not 0 < timeout < 60:
-        raise CLIError(f"--inference-timeout {timeout}: give a number of seconds above 0 and below 60")
     token = getattr(args, "token", None)
     if token is not None and len(token) < 8:
         raise CLIError("--token: give at least 8 characters (or leave it out: one is made up)")
@@ -609,6 +620,14 @@ def _has_httpx() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("httpx") is not None
+
+
+def _host(text: str) -> str:
+    """An argparse type: an address or host name to listen on (an empty one would mean every interface, unsaid)."""
+    host = text.strip()
+    if not host:
+        raise argparse.ArgumentTypeError("give an address: 127.0.0.1 (this machine), 0.0.0.0 or :: (every interface)")
+    return host
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

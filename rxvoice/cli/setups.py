@@ -29,7 +29,7 @@ from ..audio.vad import VADParams
 from ..errors import ConfigurationError
 from ..turns import SpeechTimeoutStop, TurnAnalyzerStop
 from ..turns.strategy import StopStrategy
-from ._common import CLIError
+from ._common import CLIError, UsageError
 
 __all__ = [
     "DEFAULT_SETUP",
@@ -160,7 +160,7 @@ class Setup:
             and stop-strategy parameters (``unsure_timeout``, ...) to use instead of the defaults.
 
     Raises:
-        CLIError: an unknown setup name, or a parameter the setup does not have.
+        CLIError: an unknown setup name; ``UsageError``: a parameter the setup does not have.
     """
 
     vad: str = "silero"
@@ -178,7 +178,7 @@ class Setup:
         for name, _ in self.overrides:
             if name not in VAD_PARAMETERS and name not in parameters:
                 known = ", ".join(sorted(VAD_PARAMETERS | parameters))
-                raise CLIError(f"--stop {self.stop} has no parameter {name!r} (it has {known})")
+                raise UsageError(f"--stop {self.stop} has no parameter {name!r} (it has {known})")
 
     @property
     def named(self) -> NamedSetup:
@@ -202,8 +202,8 @@ class Setup:
         """The VAD settings of the named setup, with the VAD overrides."""
         try:
             return self.named.vad(self.vad_overrides())
-        except ConfigurationError as exc:
-            raise CLIError(str(exc)) from None
+        except ConfigurationError as exc:  # a --set value out of range
+            raise UsageError(str(exc)) from None
 
     def describe(self) -> dict[str, Any]:
         """The settings, for JSON."""
@@ -225,15 +225,15 @@ def stop_strategy(setup: Setup) -> StopStrategy[Any]:
     """The setup's stop strategy, built by its registered setup.
 
     Raises:
-        CLIError: the setup needs the Smart Turn model and has none, or its settings are refused.
+        CLIError: the setup needs the Smart Turn model and has none; ``UsageError``: its settings are refused.
     """
     named = setup.named
     if named.needs_model and setup.model is None:
         raise CLIError(f"--stop {setup.stop} needs the Smart Turn model (see `rxvoice model where`)")
     try:
         return named.build(setup)
-    except ConfigurationError as exc:
-        raise CLIError(str(exc)) from None
+    except ConfigurationError as exc:  # a --set value out of range
+        raise UsageError(str(exc)) from None
 
 
 # -- the built-in setups -----------------------------------------------------------------------------

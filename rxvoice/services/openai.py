@@ -38,7 +38,6 @@ import inspect
 import itertools
 import json
 import logging
-import math
 import os
 import threading
 from collections import deque
@@ -54,6 +53,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from reactivex import abc
 
+from .._seconds import optional_seconds
 from ..context import ContextSnapshot
 from ..errors import ConfigurationError, InvalidToolCallError, ServiceError
 from ..events import EventRegistry
@@ -101,11 +101,7 @@ _DEVELOPER_ROLES = frozenset({"developer", "system", "user"})
 
 
 def _check_seconds(name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigurationError(f"{name} must be a positive number of seconds or None, got {value!r}")
-    return float(value)
+    return optional_seconds(value, name, positive=True)
 
 
 class OpenAILLM(EventfulProcessor):

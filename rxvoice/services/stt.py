@@ -47,7 +47,6 @@ import concurrent.futures
 import io
 import json
 import logging
-import math
 import os
 import re
 import threading
@@ -63,6 +62,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from reactivex import abc
 
+from .._seconds import check_seconds
 from ..aggregators.reports import iso8601
 from ..audio.pcm import float_to_pcm16
 from ..audio.resample import StreamResampler
@@ -192,9 +192,7 @@ def io_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
 
 
 def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")
-    return float(value)
+    return check_seconds(value, name, positive=True)
 
 
 class STTService(EventfulProcessor):
@@ -242,9 +240,7 @@ class STTService(EventfulProcessor):
         self.user_id = user_id
         self.language = language
         self.interim_interval = _positive("interim_interval", interim_interval)
-        if isinstance(pre_roll, bool) or not isinstance(pre_roll, int | float) or not 0 <= pre_roll <= 0.5:
-            raise ConfigurationError(f"pre_roll must be 0..0.5 seconds, got {pre_roll!r}")
-        self.pre_roll = float(pre_roll)
+        self.pre_roll = check_seconds(pre_roll, "pre_roll", high=0.5)
         self.ttfs_p99_latency = _positive("ttfs_p99_latency", ttfs_p99_latency)
         self.end_grace = _positive("end_grace", end_grace)
         self.offload: Offload = offload if offload is not None else default_offload

@@ -56,6 +56,7 @@ from typing import Any
 
 from reactivex import abc
 
+from .._seconds import check_seconds
 from ..errors import ConfigurationError, RxVoiceError, ServiceError
 from ..events import EventRegistry
 from ..frames import (
@@ -193,9 +194,7 @@ class TTSService(EventfulProcessor):
     ) -> None:
         self.chunk_secs = _positive("chunk_secs", chunk_secs)
         self.end_grace = _positive("end_grace", end_grace)
-        if isinstance(lead, bool) or not isinstance(lead, int | float) or not 0 <= lead <= 5:
-            raise ConfigurationError(f"lead must be 0..5 seconds, got {lead!r}")
-        self.lead = float(lead)
+        self.lead = check_seconds(lead, "lead", high=5.0)
         self.offload: Offload = offload if offload is not None else default_offload
         self.scheduler = scheduler
         self.events = EventRegistry(self, TTS_EVENTS)

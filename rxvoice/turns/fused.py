@@ -26,10 +26,10 @@ never says complete: words and silence decide.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
+from .._seconds import check_seconds
 from ..errors import ConfigurationError
 from ..frames import (
     Frame,
@@ -93,10 +93,7 @@ class FusedTurnState(NamedTuple):
 
 
 def _seconds(name: str, value: object, high: float = 30.0) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"FusedTurnStop.{name} must be a finite number of seconds, got {value!r}")
-    if not 0.0 <= value <= high:
-        raise ConfigurationError(f"FusedTurnStop.{name} must be in [0, {high:g}] seconds, got {value!r}")
+    check_seconds(value, f"FusedTurnStop.{name}", high=high)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
+from .._seconds import check_seconds
 from ..errors import ConfigurationError
 from ..frames import (
     Frame,
@@ -89,8 +90,7 @@ def words_timeout(stt_known: bool, stt_timeout: float) -> float:
 
 def _non_negative(owner: str, **values: float) -> None:
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise ConfigurationError(f"{owner} needs {name} >= 0 seconds, got {value!r}")
+        check_seconds(value, f"{owner}.{name}")
 
 
 class SpeechTimeoutState(NamedTuple):

@@ -90,7 +90,7 @@ def test_labels_csv_single_utterances(with_model: Path, labels_folder: Path) -> 
 
 def test_a_sweep_gives_one_run_per_value_and_a_readable_plot(with_model: Path, short_call: Path,
                                                               tmp_path: Path) -> None:
-    out = tmp_path / "sub" / "tradeoff.png"
+    out = tmp_path / "tradeoff.png"
     r = run_cli("eval", str(short_call), "--no-punctuation", "--sweep", "unsure_timeout=0.4,1.0",
                 "--set", "stop_secs=0.2", "--plot", str(out), "--json")
     assert r.code == 0, r.err
@@ -114,11 +114,12 @@ def test_the_text_report_has_the_totals(with_model: Path, short_call: Path) -> N
     (["--set", "bogus=1"], "has no parameter 'bogus'"),
     (["--set", "unsure_timeout=-1"], "unsure_timeout"),
     (["--plot", "out.jpg"], "give a .png file name"),
-    (["--jobs", "0"], "--jobs must be 1 or more"),
+    (["--jobs", "0"], "argument --jobs: 0 is not 1 or more"),
 ])
 def test_bad_options_are_one_line_errors(with_model: Path, short_call: Path, argv: list[str], message: str) -> None:
+    """Every bad option is a usage error: one line, exit status 2."""
     r = run_cli("eval", str(short_call), *argv)
-    assert r.code in (1, 2) and message in r.err and "Traceback" not in r.err
+    assert r.code == 2 and message in r.err and "Traceback" not in r.err
 
 
 def test_recordings_without_labels_are_refused(with_model: Path, tmp_path: Path, short_call: Path) -> None:

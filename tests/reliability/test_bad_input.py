@@ -30,6 +30,7 @@ from rxvoice.audio.pcm import to_float32_mono
 from rxvoice.audio.turn import SmartTurnAnalyzer
 from rxvoice.audio.vad import SileroModel, VADParams
 from rxvoice.audio.vad_processor import VADProcessor
+from rxvoice.context import LLMSpecificMessage
 from rxvoice.errors import (
     ConfigurationError,
     InvalidAudioError,
@@ -50,7 +51,7 @@ from rxvoice.services.tts import OpenAISpeechTTS
 from rxvoice.summarization import AutoSummarizationConfig, SummaryConfig
 from rxvoice.testing import FrameMarbles, MarbleError, Recording, ScriptedLLM, load_transcript, replay_transcript
 from rxvoice.text import PatternPairAggregator
-from rxvoice.turns import MinWordsStart, SchedulerOffload, TurnsConfig, inline_offload
+from rxvoice.turns import ExternalStop, MinWordsStart, SchedulerOffload, SpeechTimeoutStop, TurnsConfig, inline_offload
 from tests.services._speech_server import SpeechServer, empty_body, mp3, sign_in_page, wav_without_samples
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
@@ -328,6 +329,11 @@ def turns_bad_timeouts(_tmp: Path) -> None:
         MinWordsStart(min_words=0)
     with pytest.raises(ConfigurationError):
         SchedulerOffload(FrameMarbles().scheduler, -0.1)
+    for make in (lambda: SpeechTimeoutStop(math.inf), lambda: SpeechTimeoutStop(1e308),
+                 lambda: ExternalStop(timeout=math.inf), lambda: ExternalStop(settle=1e308),
+                 lambda: TurnsConfig(recovery_window=86_401.0)):
+        with pytest.raises(ConfigurationError, match="at most 86400"):
+            make()
 
 
 @case
@@ -435,6 +441,24 @@ def tools_duplicate_or_unknown_choice(_tmp: Path) -> None:
     with pytest.raises(InvalidToolCallError):
         ctx.set_tool_choice("sometimes")
     assert ctx.tools is None and ctx.tool_choice is None
+
+
+@case
+def tools_and_provider_messages_not_strict_json(_tmp: Path) -> None:
+    ctx = LLMContext()
+    for bad in (math.nan, "caf\ud800", {1, 2}, b"x", object()):
+        with pytest.raises(InvalidToolCallError, match="strict JSON"):
+            ctx.set_tools([{"type": "function", "function": {"name": "f", "parameters": {"default": bad}}}])
+        with pytest.raises(InvalidToolCallError, match="strict JSON"):
+            ctx.set_tool_choice({"type": "function", "function": {"name": "f"}, "x": bad})
+        with pytest.raises(InvalidMessageError, match="strict JSON"):
+            LLMSpecificMessage("openai", {"role": "assistant", "thought": bad})
+    for choice in ({"type": "function"}, ["auto"], 3):
+        with pytest.raises(InvalidToolCallError, match="tool_choice"):
+            ctx.set_tool_choice(choice)
+    assert ctx.tools is None and ctx.tool_choice is None
+    ctx.set_tool_choice({"type": "function", "function": {"name": "f"}})  # a dict naming a tool is a choice
+    assert ctx.tool_choice == {"type": "function", "function": {"name": "f"}}
 
 
 # -- values inside frames and messages ---------------------------------------------------------------------
@@ -673,9 +697,9 @@ def credentials_in_the_base_url(_tmp: Path) -> None:
 def speech_stage_bad_seconds(_tmp: Path) -> None:
     for kwargs in ({"timeout": 0}, {"timeout": math.inf}, {"end_grace": -1}, {"end_grace": "10"},
                    {"end_grace": math.nan}):
-        with pytest.raises(ConfigurationError, match="must be a positive number of seconds"):
+        with pytest.raises(ConfigurationError, match="must be a number of seconds"):
             OpenAITranscriptionSTT(base_url="http://127.0.0.1:9/v1", **kwargs)  # type: ignore[arg-type]
-        with pytest.raises(ConfigurationError, match="must be a positive number of seconds"):
+        with pytest.raises(ConfigurationError, match="must be a number of seconds"):
             OpenAISpeechTTS(base_url="http://127.0.0.1:9/v1", **kwargs)  # type: ignore[arg-type]
 
 
@@ -708,15 +732,16 @@ def cli_unusable_files(tmp: Path) -> None:
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(b"\x00\x00" * 1600)
-    for argv, fragment in (
-        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav"),
-        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav"),
-        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt"),
+    for argv, fragment, code in (
+        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav", 1),
+        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav", 1),
+        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav", 1),
+        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json", 1),
+        # A plot name that is not a .png is a usage error, found before any work (exit 2).
+        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt", 2),
     ):
         status, err = _cli(argv)
-        assert status == 1, (argv, err)
+        assert status == code, (argv, err)
         assert err.startswith("rxvoice: error: ") and fragment in err and "Traceback" not in err, err
 
 

@@ -319,8 +319,8 @@ def test_set_messages_replaces_everything_unless_asked_to_keep_the_prompt() -> N
 
 
 def test_frames_and_summarization_import_nothing_above_them() -> None:
-    """frames imports only errors and text; summarization imports no pipeline (no cycle through them, even a late
-    or TYPE_CHECKING one)."""
+    """frames imports only errors, text and the seconds check; summarization imports no pipeline (no cycle through
+    them, even a late or TYPE_CHECKING one)."""
     import ast
     from pathlib import Path
 
@@ -337,8 +337,9 @@ def test_frames_and_summarization_import_nothing_above_them() -> None:
                 found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("rxvoice.")}
         return found
 
-    assert imported("frames.py") <= {"errors", "text"}
-    assert imported("summarization.py") <= {"context", "errors"}
+    assert imported("frames.py") <= {"errors", "text", "_seconds"}
+    assert imported("summarization.py") <= {"context", "errors", "_seconds"}
+    assert imported("_seconds.py") <= {"errors"}
 
 
 def test_streamed_tool_arguments_with_nan_are_an_error_of_the_call() -> None:

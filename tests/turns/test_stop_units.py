@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rxvoice import frames as F
@@ -426,3 +428,18 @@ def test_stereo_audio_is_downmixed_for_the_analyzer() -> None:
     mono = _downmix(stereo, 2)
     assert len(mono) == 6
     assert int.from_bytes(mono[:2], "little", signed=True) == 25
+
+
+@pytest.mark.parametrize("bad", [float("inf"), 1e308, float("nan"), -0.1, True, "1"])
+@pytest.mark.parametrize(("make", "name"), [
+    (lambda v: SpeechTimeoutStop(user_speech_timeout=v), "user_speech_timeout"),
+    (lambda v: ExternalStop(timeout=v), "timeout"),
+    (lambda v: ExternalStop(settle=v), "settle"),
+    (lambda v: TurnAnalyzerStop(FakeAnalyzer(), transcript_timeout=v), "transcript_timeout"),
+])
+def test_a_timeout_that_is_not_a_day_or_less_of_seconds_is_refused(make: Any, name: str, bad: object) -> None:
+    """Infinite or 1e308 seconds would overflow the scheduler at the first VAD stop: refused at construction,
+    by the one seconds check every setting uses (at most one day)."""
+    with pytest.raises(ConfigurationError, match=rf"{name} must be a number of seconds >= 0 and at most 86400"):
+        make(bad)
+    make(86_400.0)
