@@ -91,7 +91,7 @@ def default_max_sessions(stt: str, n_cores: int | None = None) -> int:
 
 
 def loopback(host: str) -> bool:
-    """Whether ``host`` keeps the server to this machine."""
+    """Whether ``host`` keeps the server to the host it runs on (loopback)."""
     if host == "localhost":
         return True
     try:
