@@ -660,7 +660,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if options.workers > 1:
             from .server import run_workers
 
-            return run_workers(options, sock, out, announce)
+            return run_workers(make_app, options, sock, out, announce)
         app = make_app(options)
         tls = tls_context(*options.tls) if options.tls else None
         asyncio.run(serve_forever(app, sock, tls, announce))

@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from ..audio.vad_processor import VADBatcher
 from ..errors import ConfigurationError
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..inference import InferenceBackend, InferenceFallback
     from ..services.stt import STTService
     from ..turns import EndOfTurnAnalyzer
-    from .serve import ServeOptions
+    from .setups import Setup
 
 __all__ = [
     "CORES_PER_SESSION",
@@ -74,6 +74,28 @@ dearest."""
 HEADROOM = 0.8
 """The share of the machine's cores the default admission fills (the rest absorbs bursts: every caller pausing
 at once asks Smart Turn at once)."""
+
+
+class ServerOptions(Protocol):
+    """What this module reads of ``rxvoice serve``'s options (:class:`rxvoice.cli.serve.ServerOptions`)."""
+
+    stt: str
+    stop: str
+    model: Path | None
+    max_sessions: int | None
+    inference: str
+    inference_processes: int
+    ray_address: str | None
+    inference_timeout: float
+    workers: int
+    tls: tuple[Path, Path] | None
+
+    @property
+    def setup(self) -> Setup: ...
+
+
+AppFactory = Callable[..., Any]
+"""``make_app(options, admission=..., deploy=...)``: a worker's aiohttp application."""
 
 
 def cores() -> int:
@@ -109,7 +131,7 @@ class Models:
     Made once per process (the worker's, in ``--workers`` mode), before the first session.
     """
 
-    def __init__(self, options: ServeOptions, *, deploy: bool = True) -> None:
+    def __init__(self, options: ServerOptions, *, deploy: bool = True) -> None:
         self.options = options
         self.vad_batcher = VADBatcher()
         self.backend: InferenceBackend | None = None
@@ -150,7 +172,7 @@ class Models:
             self.backend.close()
 
 
-def make_backend(options: ServeOptions, *, stt: str | None, deploy: bool = True) -> InferenceBackend:
+def make_backend(options: ServerOptions, *, stt: str | None, deploy: bool = True) -> InferenceBackend:
     """The inference backend ``--inference`` names."""
     from .. import inference
 
@@ -266,11 +288,10 @@ async def serve_forever(
             await runner.cleanup()
 
 
-def _worker_main(options: ServeOptions, sock: socket.socket, index: int, counts: Any, lock: Any,
-                 ready: Any) -> None:
+def _worker_main(make_app: AppFactory, options: ServerOptions, sock: socket.socket, index: int, counts: Any,
+                 lock: Any, ready: Any) -> None:
     """A worker process: its own models and loop, its sessions counted in the machine's shared counters."""
     from ..transports import SharedAdmission
-    from .serve import make_app
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the workers (SIGTERM)
     logging.basicConfig(level=logging.WARNING, format=f"worker {index}: %(levelname)s %(name)s: %(message)s")
@@ -293,18 +314,22 @@ def _worker_main(options: ServeOptions, sock: socket.socket, index: int, counts:
     asyncio.run(main())
 
 
-def run_workers(options: ServeOptions, sock: socket.socket, out: TextIO, announce: Callable[[int], None]) -> int:
-    """Start ``options.workers`` processes on ``sock``, keep them running (restarting one that dies) until a signal."""
+def run_workers(make_app: AppFactory, options: ServerOptions, sock: socket.socket, out: TextIO,
+                announce: Callable[[int], None]) -> int:
+    """Start ``options.workers`` processes on ``sock``, keep them running (restarting one that dies) until a signal.
+
+    Each runs ``make_app`` (a module-level function: the spawned process imports it by name).
+    """
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
     counts = context.Array("i", options.workers, lock=False)
     lock = context.Lock()
     ready: Any = context.Queue()
-    worker_options = replace(options)
+    worker_options = options
     if options.inference == "ray":
         worker_options = _ray_for_workers(options)
 
     def start(index: int) -> multiprocessing.process.BaseProcess:
-        proc = context.Process(target=_worker_main, args=(worker_options, sock, index, counts, lock, ready),
+        proc = context.Process(target=_worker_main, args=(make_app, worker_options, sock, index, counts, lock, ready),
                                name=f"rxvoice-serve-{index}", daemon=True)
         proc.start()
         return proc
@@ -346,7 +371,7 @@ def run_workers(options: ServeOptions, sock: socket.socket, out: TextIO, announc
     return 0
 
 
-def _ray_for_workers(options: ServeOptions) -> ServeOptions:
+def _ray_for_workers(options: ServerOptions) -> ServerOptions:
     """Deploy the inference application once, from the parent, and give the workers its cluster's address."""
     import ray
 
@@ -359,4 +384,4 @@ def _ray_for_workers(options: ServeOptions) -> ServeOptions:
         raise CLIError(str(exc)) from None
     backend.close()
     address = options.ray_address or ray.get_runtime_context().gcs_address
-    return replace(options, ray_address=address)
+    return replace(options, ray_address=address)  # type: ignore[type-var]
