@@ -133,9 +133,10 @@ def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None
     assert data["summary"] == {"recordings": 1, "failed": 0, "latency_median": 0.3, "latency_max": 0.3,
                                "transcripts": 1, "turn_ends": 3, "found": 3, "premature": 0, "missed": 0,
                                "labels": None}
-    assert set(rec) == {"file", "error", "transcript", "duration", "source_rate", "source_channels", "encoding",
-                        "conversions", "warnings", "level", "no_speech", "speech", "words", "verdicts", "turns",
-                        "labels", "label"}
+    assert set(rec) == {"file", "error", "transcript", "words_from", "duration", "source_rate", "source_channels",
+                        "encoding", "conversions", "warnings", "level", "no_speech", "speech", "words", "verdicts",
+                        "turns", "labels", "label"}
+    assert rec["words_from"] == "transcript"
     assert rec["warnings"] == [] and rec["no_speech"] is None and rec["label"] is None
     assert rec["level"]["peak_dbfs"] < 0 and rec["level"]["vad_max_confidence"] > 0.9
     assert rec["error"] is None and rec["duration"] == 18.304 and rec["conversions"] == []
