@@ -50,6 +50,7 @@ from .text.blank import is_blank, repair_surrogates
 __all__ = [
     "DOWN",
     "MAX_SECONDS",
+    "SPECULATION_OUTCOMES",
     "UP",
     "AggregatedTextFrame",
     "AggregationType",
@@ -103,7 +104,6 @@ __all__ = [
     "OutputAudioRawFrame",
     "ProposedUserStartedSpeakingFrame",
     "ProposedUserStoppedSpeakingFrame",
-    "SPECULATION_OUTCOMES",
     "STTMetadataFrame",
     "STTMuteFrame",
     "SpeechControlParamsFrame",

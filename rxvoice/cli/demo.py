@@ -110,11 +110,11 @@ class _Printer:
         elif isinstance(o, BotAudio):
             self.line(o.time, "bot", "(the bot's voice starts)")
         elif isinstance(o, Speculated):
-            said = {"asked": "asked the model early (speculation), holding the answer",
+            what = {"asked": "asked the model early (speculation), holding the answer",
                     "released": "the turn ended with the same words: the held answer goes out now",
                     "refused": "the held answer asks for a tool: dropped, no tool started; asked again at the end",
                     }.get(o.outcome, f"the held answer was {o.outcome}: nothing of it is said")
-            self.line(o.time, "", f"({said})")
+            self.line(o.time, "", f"({what})")
 
 
 def _context_lines(context: LLMContext) -> list[str]:

@@ -20,7 +20,7 @@ virtual seconds, so a run is fast and gives the same result every time. With
 model's real latency.
 
 With ``setup.first_token_delay`` set, a scripted model answers each turn
-(:func:`rxvoice.cli.replies.scripted_answer`, or ``answer``) that many
+(:func:`rxvoice.cli.answers.scripted_answer`, or ``answer``) that many
 seconds after it is asked, and a paced synthesizer speaks the answer
 (``ScriptedLLM → PacedTextTTS → pair.assistant()``), so the bot's first
 audio after each turn is observed; with ``setup.speculate`` the user
@@ -419,7 +419,7 @@ def analyze(
     pair = Pair(context, turns=TurnsConfig(start=start, stop=[stop_strategy(setup)], speculate=setup.speculate))
     speaks = setup.first_token_delay is not None
     if speaks and answer is None:
-        from .replies import scripted_answer
+        from .answers import scripted_answer
 
         answer = scripted_answer
     model: list[ScriptedLLM] = []

@@ -645,7 +645,7 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
     if classifier == "model" and llm != "openai":
         raise CLIError("--classifier model asks the OpenAI-compatible model: set OPENAI_BASE_URL (or use "
                        "--classifier rules)")
-    talk = {"speculate": bool(getattr(args, "speculate", False)),
+    talk: dict[str, Any] = {"speculate": bool(getattr(args, "speculate", False)),
             "backchannels": bool(getattr(args, "backchannels", False)), "classifier": classifier,
             "first_token_delay": float(getattr(args, "first_token_delay", 0.2))}
     return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,

@@ -548,8 +548,8 @@ class _TTSSession:
         if spared is not None:
             self.playing = None  # a continuer being said is not cut off: it plays on
         self._drop_units()
-        kept = [i for i in self.queue if isinstance(i, _Unit) and i.backchannel is not None
-                or not isinstance(i, _Unit) and not i[0].interruptible]
+        kept = [i for i in self.queue if (isinstance(i, _Unit) and i.backchannel is not None)
+                or (not isinstance(i, _Unit) and not i[0].interruptible)]
         self.queue.clear()
         self.port.push_down(frame)
         self._speech_over(True)

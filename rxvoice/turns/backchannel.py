@@ -266,10 +266,8 @@ class BackchannelStart(StartStrategy[BackchannelState]):
             s = s._replace(speaking=False)
             if end - s.speech_start > self.max_duration:
                 return self._barge_in(s)
-            s, effects = self._judge(s, now)
-            if s.holding:
-                effects = (Arm(_WORDS, self.words_timeout), *effects)
-            return s, effects
+            s, judged = self._judge(s, now)
+            return s, ((Arm(_WORDS, self.words_timeout), *judged) if s.holding else judged)
         # a transcript
         text = getattr(frame, "text", "")
         if not isinstance(text, str) or is_blank(text):

@@ -227,9 +227,8 @@ def _with_detail(end: Effects, detail: str) -> Effects:
     """The held end, its reason saying what the classifier did."""
     out: list[Effect] = []
     for e in end:
-        if type(e) is Finalize and isinstance(e.reason, TurnEndReason):  # type: ignore[union-attr]
-            reason: TurnEndReason = e.reason  # type: ignore[union-attr]
-            out.append(replace(e, reason=replace(reason, text=f"{reason.text}; {detail}")))  # type: ignore[type-var]
+        if isinstance(e, Finalize) and isinstance(e.reason, TurnEndReason):
+            out.append(replace(e, reason=replace(e.reason, text=f"{e.reason.text}; {detail}")))
         else:
             out.append(e)
     return tuple(out)
@@ -254,7 +253,7 @@ class ClassifierStop(StopStrategy[ClassifierState]):
             not a stop strategy, a ``classifier`` without ``classify``.
     """
 
-    inner: StopStrategy[Any] = field(default=None)  # type: ignore[assignment]
+    inner: StopStrategy[Any] = field(default=None)  # type: ignore[arg-type]
     classifier: TurnCompletionClassifier = field(default_factory=CompletionClassifier)
     fail_open_after: float = 1.0
     short_timeout: float = 5.0

@@ -38,7 +38,10 @@ EVENT_USER_TURN_RECOVERED = "on_user_turn_recovered"
 EVENT_USER_MUTE_STARTED = "on_user_mute_started"
 EVENT_USER_MUTE_STOPPED = "on_user_mute_stopped"
 EVENT_USER_TURN_SPECULATION = "on_user_turn_speculation"
-"""A speculative request was asked, released, dropped or refused (:class:`~rxvoice.turns.speculation.SpeculationReport`)."""
+"""A speculative request was asked, released, dropped or refused.
+
+The payload is a :class:`~rxvoice.turns.speculation.SpeculationReport`.
+"""
 EVENT_USER_TURN_CLASSIFIED = "on_user_turn_classified"
 """A turn-completion classifier judged a turn end (:class:`~rxvoice.turns.classifier.TurnClassified`)."""
 EVENT_USER_BACKCHANNEL = "on_user_backchannel"

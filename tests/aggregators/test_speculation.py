@@ -66,7 +66,7 @@ def first_token(rec: Recording) -> int:
 
 
 def test_without_speculation_the_answer_starts_a_first_token_delay_after_the_end() -> None:
-    pair, llm, rec = talk(SAYS, speculate=None)
+    _pair, llm, rec = talk(SAYS, speculate=None)
     assert [t for t, _ in rec.events_named("on_user_turn_stopped")] == [1100]
     assert first_token(rec) == 1600
     assert llm.speculative_runs == [] and reports(rec) == []
@@ -153,12 +153,12 @@ def test_an_answer_held_too_long_is_not_released() -> None:
 def test_a_held_answer_that_asks_for_a_tool_is_refused_and_the_turn_end_asks_again() -> None:
     ran: list[Any] = []
     script = [Reply("Let me check.", tool_calls=[ToolCall("tables", {"n": 2}, handler=ran.append)]), "Booked."]
-    pair, llm, rec = talk(SAYS, script=script)
+    _pair, llm, rec = talk(SAYS, script=script)
     outcomes = reports(rec)
     assert [(t, o) for t, o, _ in outcomes][:2] == [(500, "asked"), (500, "refused")]
     # The speculative answer started no tool: the handler ran once, for the request made at the turn's end.
     assert len(ran) == 1
-    assert [r.snapshot.messages[-1]["content"] for r in llm.runs][0] == WHOLE
+    assert llm.runs[0].snapshot.messages[-1]["content"] == WHOLE
     starts = [t for t, _ in rec.of_type(F.FunctionCallsStartedFrame, "up")]
     assert starts and min(starts) >= 1100
     # Refused once, not asked again in the same turn.

@@ -42,7 +42,8 @@ def test_the_model_is_asked_a_choice_question_and_its_first_word_is_the_verdict(
             body = server.requests[0].body
             assert body["max_tokens"] == 3 and body["temperature"] == 0 and body["stream"] is False
             said = body["messages"][1]["content"]
-            assert "assistant: How can I help?" in said and said.endswith("user (just now): I'd like to book a table for")
+            assert "assistant: How can I help?" in said
+            assert said.endswith("user (just now): I'd like to book a table for")
             assert server.requests[0].headers["authorization"] == "Bearer k"
 
     run(main)

@@ -78,7 +78,7 @@ def test_an_interim_that_cannot_be_a_continuer_interrupts_at_once() -> None:
 
 def test_a_continuer_that_goes_on_interrupts_when_it_stops_being_one() -> None:
     """ "yeah" (0.4 s) may be a continuer; "yeah but" (0.6 s) is not: the interruption comes at 0.6 s."""
-    pair, rec = run("---vy-b-----s-W" + "-" * 20 + "E")
+    _pair, rec = run("---vy-b-----s-W" + "-" * 20 + "E")
     assert interruptions(rec) == [600]
 
 
@@ -98,19 +98,19 @@ def test_a_short_final_that_is_no_continuer_interrupts_when_it_comes() -> None:
 
 def test_short_speech_with_no_words_lets_the_bot_go_on() -> None:
     """A cough (VAD only): after words_timeout the bot is still speaking and no turn started."""
-    pair, rec = run("---v--s" + "-" * 30 + "E")
+    _pair, rec = run("---v--s" + "-" * 30 + "E")
     assert interruptions(rec) == [] and backchannels(rec) == []
     assert rec.events_named("on_user_turn_started") == []
 
 
 def test_the_interim_decides_when_the_final_never_comes() -> None:
-    pair, rec = run("---vy-s" + "-" * 30 + "E")
+    _pair, rec = run("---vy-s" + "-" * 30 + "E")
     assert backchannels(rec) == [(1600, "yeah")]  # the VAD stop at 0.6 s, then words_timeout (1 s)
     assert interruptions(rec) == []
 
 
 def test_when_the_bot_is_quiet_speech_starts_a_turn_at_once() -> None:
-    pair, rec = run("---v--s-m" + "-" * 20 + "E", up="")
+    _pair, rec = run("---v--s-m" + "-" * 20 + "E", up="")
     assert [t for t, _ in rec.events_named("on_user_turn_started")] == [300]
     assert backchannels(rec) == []
 
@@ -125,12 +125,12 @@ def test_the_boundary_a_continuer_just_under_max_duration_is_kept() -> None:
 
 
 def test_a_model_hook_decides_before_the_list() -> None:
-    pair, rec = run("---v--s-n" + "-" * 20 + "E", judge=lambda words: "no" in words.lower() or None)
+    _pair, rec = run("---v--s-n" + "-" * 20 + "E", judge=lambda words: "no" in words.lower() or None)
     assert interruptions(rec) == [] and backchannels(rec) == [(800, "No.")]
 
 
 def test_a_transcript_without_vad_speech_is_held_the_same_way() -> None:
-    pair, rec = run("---m" + "-" * 20 + "E")
+    _pair, rec = run("---m" + "-" * 20 + "E")
     assert backchannels(rec) == [(300, "Mm-hmm.")] and interruptions(rec) == []
 
 

@@ -76,7 +76,7 @@ def verdicts(rec: Recording) -> list[tuple[int, str, bool]]:
 
 def test_complete_ends_the_turn_when_the_classifier_answers() -> None:
     classifier = Scripted("complete")
-    pair, rec = run(SAYS, classifier, up="A")
+    _pair, rec = run(SAYS, classifier, up="A")
     assert stops(rec) == [1300]  # the inner end at 1.1 s, the answer 0.2 s later
     assert verdicts(rec) == [(1300, "complete", True)]
     [asked] = classifier.asked
@@ -99,26 +99,26 @@ def test_a_short_pause_keeps_the_turn_open_and_the_user_going_on_is_asked_again_
 
 
 def test_a_short_pause_ends_the_turn_after_its_bound_in_silence() -> None:
-    pair, rec = run(SAYS, Scripted("short"), short_timeout=5.0)
+    _pair, rec = run(SAYS, Scripted("short"), short_timeout=5.0)
     assert verdicts(rec) == [(1300, "short_pause", False), (6300, "pause_over", True)]
     assert stops(rec) == [6300]
 
 
 def test_a_long_pause_waits_its_longer_bound() -> None:
-    pair, rec = run("v--a-s" + "-" * 200 + "E", Scripted(TurnCompletion.LONG_PAUSE), long_timeout=10.0)
+    _pair, rec = run("v--a-s" + "-" * 200 + "E", Scripted(TurnCompletion.LONG_PAUSE), long_timeout=10.0)
     assert verdicts(rec) == [(1300, "long_pause", False), (11300, "pause_over", True)]
     assert stops(rec) == [11300]
 
 
 def test_a_slow_classifier_fails_open_after_its_bound() -> None:
-    pair, rec = run(SAYS, Scripted("short"), latency=3.0, fail_open_after=1.0)
+    _pair, rec = run(SAYS, Scripted("short"), latency=3.0, fail_open_after=1.0)
     assert verdicts(rec) == [(2100, "timed_out", True)]
     assert stops(rec) == [2100]  # the inner end stands; the late "short" changes nothing
     assert len(rec.events_named("on_user_turn_classified")) == 1
 
 
 def test_a_classifier_that_raises_lets_the_inner_end_stand() -> None:
-    pair, rec = run(SAYS, Scripted(RuntimeError("model down")))
+    _pair, rec = run(SAYS, Scripted(RuntimeError("model down")))
     assert verdicts(rec) == [(1300, "failed", True)]
     assert stops(rec) == [1300]
     [(_, report)] = rec.events_named("on_user_turn_classified")
@@ -127,7 +127,7 @@ def test_a_classifier_that_raises_lets_the_inner_end_stand() -> None:
 
 @pytest.mark.parametrize("junk", ["maybe", "", None, 3, "lunch"])
 def test_a_junk_answer_lets_the_inner_end_stand(junk: Any) -> None:
-    pair, rec = run(SAYS, Scripted(junk))
+    _pair, rec = run(SAYS, Scripted(junk))
     assert verdicts(rec) == [(1300, "failed", True)]
     assert stops(rec) == [1300]
 
@@ -136,15 +136,15 @@ def test_speech_while_the_classifier_thinks_drops_the_question() -> None:
     """The user goes on at 1.2 s, before the answer (1.3 s): the answer is ignored, the turn goes on."""
     classifier = Scripted("complete", "complete")
     down = "v--a-s------v--b-s" + "-" * 150 + "E"
-    pair, rec = run(down, classifier)
+    _pair, rec = run(down, classifier)
     assert stops(rec) == [2500]  # the second inner end at 2.3 s, answered at 2.5 s
     assert [o for _, o, _ in verdicts(rec)] == ["complete"]
 
 
 def test_the_end_is_likely_while_the_classifier_thinks() -> None:
     """With speculation on, the held end lets the model be asked early."""
-    from rxvoice.testing import ScriptedLLM
     from rxvoice import pipeline
+    from rxvoice.testing import ScriptedLLM
 
     stop = ClassifierStop(SpeechTimeoutStop(user_speech_timeout=0.6), Scripted("complete"))
     pair = Pair(LLMContext(), turns=TurnsConfig(stop=[stop], speculate=True))
