@@ -16,6 +16,7 @@ another) and assembled with numpy; sox resamples and trims. Deterministic
 (a fixed seed per recording). Usage::
 
     python benchmarks/data/make_backchannel_set.py [OUT]   # default ~/.cache/rxvoice/backchannels
+    python benchmarks/data/make_backchannel_set.py tests/data/backchannels --fixture   # the tests' recording
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def write(path: Path, samples: np.ndarray) -> None:
         w.writeframes(np.clip(samples, -32768, 32767).astype(np.int16).tobytes())
 
 
-def make(n: int, out: Path, work: Path) -> None:
+def make(n: int, out: Path, work: Path, bot_turns: int = len(BOT)) -> None:
     rng = random.Random(1000 + n)
     voice = VOICES[(n - 1) % len(VOICES)]
     speed, pitch = rng.randint(150, 185), rng.randint(40, 60)
@@ -87,11 +88,11 @@ def make(n: int, out: Path, work: Path) -> None:
     segments: list[dict[str, object]] = []
     pieces: list[tuple[float, np.ndarray]] = []
     bot_pieces: list[tuple[float, np.ndarray]] = []
-    for k in rng.sample(range(len(BOT)), len(BOT)):
+    for k in rng.sample(range(len(BOT)), bot_turns):
         speech = speak(BOT[k], bot_voice, 170, 50, work)
         length = len(speech) / RATE
         start, cursor = t, t + rng.uniform(0.8, 1.6)
-        interrupt = rng.random() < 0.6
+        interrupt = rng.random() < 0.6 if bot_turns > 2 else len(bot_intervals) == 1
         end = start + length
         while True:
             text = rng.choice(CONTINUERS)
@@ -136,9 +137,14 @@ def make(n: int, out: Path, work: Path) -> None:
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "rxvoice" / "backchannels"
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    out = Path(args[0]) if args else Path.home() / ".cache" / "rxvoice" / "backchannels"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
+        if "--fixture" in sys.argv:  # the tests' one short recording: two bot turns, the second interrupted
+            make(1, out, Path(tmp), bot_turns=2)
+            print(f"1 recording written to {out}")
+            return
         for n in range(1, 13):
             make(n, out, Path(tmp))
     print(f"12 recordings written to {out}")
