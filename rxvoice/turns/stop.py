@@ -57,6 +57,7 @@ from .reasons import (
 )
 from .strategy import (
     LIKELY,
+    LIKELY_BEFORE_WORDS,
     NOTHING,
     Arm,
     Disarm,
@@ -142,8 +143,9 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         w = s.words
         if not w.speaking and s.speech_done and w.stt_done and self.words.ready(w):
             return s, (*effects, Disarm(_SPEECH), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
-        if not w.speaking and w.vad_stopped and self.words.ready(w):
-            return s, (*effects, LIKELY)  # the words are in, only the silence is left: the end is likely
+        if not w.speaking and w.vad_stopped:
+            # Only the silence is left (and the words, if they are not in: an interim guess may stand for them).
+            return s, (*effects, LIKELY if self.words.ready(w) else LIKELY_BEFORE_WORDS)
         return s, effects
 
     def end_reason(self, s: SpeechTimeoutState, waited: bool = False) -> TurnEndReason:

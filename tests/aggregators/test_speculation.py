@@ -114,17 +114,19 @@ def test_the_user_going_on_drops_the_held_answer_silently() -> None:
 
 
 def test_words_that_change_after_the_ask_drop_it_and_a_later_likely_end_asks_again() -> None:
-    """Asked on the interim guess at 0.4 s; the final at 0.6 s says more: dropped, then asked again."""
+    """Asked on the interim guess at the VAD stop (0.4 s); the final at 0.6 s says more: dropped, asked again."""
     legend = {"x": F.TranscriptionFrame("I'd like a table for two please.", "u1", finalized=True)}
     stop = SpeechTimeoutStop(user_speech_timeout=0.6)
     turns = TurnsConfig(stop=[stop], speculate=True)
     pair = Pair(LLMContext(), turns=turns)
     llm = ScriptedLLM(["Done."], first_token_delay=0.5)
-    # v, interim at 0.2, VAD stop at 0.4 (no final yet: nothing likely), final at 0.5 (likely), end at 1.0.
+    # v, interim at 0.2, VAD stop at 0.4 (likely: the interim stands for the words), final at 0.6, end at 1.0.
     rec = FrameMarbles({**L, **legend}).run(pipeline(pair.user(), llm, pair.assistant()),
                                              down="v-i-s-x" + "-" * 30 + "E", watch=[pair.user()])
-    assert [o for _, o, _ in reports(rec)] == ["asked", "released"]
-    assert llm.speculative_runs[0].snapshot.messages[-1]["content"] == "I'd like a table for two please."
+    assert sorted((t, o) for t, o, _ in reports(rec)) == [(400, "asked"), (600, "asked"), (600, "dropped"),
+                                                           (1000, "released")]
+    assert [r.snapshot.messages[-1]["content"] for r in llm.speculative_runs] == [
+        "i'd like a table for two", "I'd like a table for two please."]
 
 
 def test_an_interim_guess_that_matches_the_final_releases_under_the_normalized_match() -> None:
