@@ -13,7 +13,7 @@ interrupted is what is measured). Recordings 01-06 are the tune half,
 
 Everything is spoken by espeak-ng (a voice per recording, the bot in
 another) and assembled with numpy; sox resamples and trims. Deterministic
-(a fixed seed per recording). Usage::
+(fixed random numbers per recording). Usage::
 
     python benchmarks/data/make_backchannel_set.py [OUT]   # default ~/.cache/rxvoice/backchannels
     python benchmarks/data/make_backchannel_set.py tests/data/backchannels --fixture   # the tests' recording
