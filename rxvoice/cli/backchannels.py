@@ -39,9 +39,11 @@ from ..pipeline import pipeline
 from ..testing import Segment, Transcript, replay_transcript
 from ..turns import SchedulerOffload, TranscriptionStart, TurnsConfig, VADStart
 from ..turns.backchannel import BackchannelStart
+from ..services.stt import STTService
 from ._common import CLIError
 from .runner import _audio, _chunks, _Tap, _timeline, _vad_factory
 from .setups import Setup, stop_strategy
+from .transcribe import offline_stt, stt_label, transcribe
 from .wav import read_wav
 
 __all__ = [
@@ -139,8 +141,14 @@ def find_backchannel_items(paths: Sequence[str | Path]) -> list[BackchannelItem]
     return items
 
 
-def watch(item: BackchannelItem, setup: Setup, *, backchannels: bool) -> list[Utterance]:
-    """Play one recording through the VAD and the user aggregator; judge each utterance."""
+def watch(
+    item: BackchannelItem, setup: Setup, *, backchannels: bool, words: Transcript | None = None
+) -> list[Utterance]:
+    """Play one recording through the VAD and the user aggregator; judge each utterance.
+
+    ``words``: what a speech recognizer heard (replayed instead of the script's words; the script's
+    segments still say what each utterance was).
+    """
     recording = read_wav(item.wav)
     chunks = _chunks(recording.samples, setup.tail)
     start = (BackchannelStart(), VADStart(), TranscriptionStart()) if backchannels else None
@@ -173,7 +181,7 @@ def watch(item: BackchannelItem, setup: Setup, *, backchannels: bool) -> list[Ut
     stages = [VADProcessor(_vad_factory(setup)), user, _Tap((F.InterruptionFrame,), on_interruption)]
     down = reactivex.merge(
         _timeline(items, started),
-        replay_transcript(item.transcript, delay=setup.stt_delay, interim_lag=setup.interim_lag),
+        replay_transcript(words or item.transcript, delay=setup.stt_delay, interim_lag=setup.interim_lag),
     )
     up = _timeline(bot, lambda: None)
     out_down, out_up = pipeline(*stages).duplex(down, up)
@@ -229,13 +237,19 @@ def describe(name: str, s: dict[str, Any]) -> str:
 
 
 def evaluate_backchannels(
-    items: Sequence[BackchannelItem], setup: Setup, on_step: Callable[[str], None] | None = None
+    items: Sequence[BackchannelItem], setup: Setup, on_step: Callable[[str], None] | None = None,
+    stt: STTService | None = None,
 ) -> dict[str, list[Utterance]]:
-    """Every recording, without and with :class:`BackchannelStart` (``"off"``, ``"on"``)."""
+    """Every recording, without and with :class:`BackchannelStart` (``"off"``, ``"on"``).
+
+    ``stt``: the words are what it hears in each recording (its finals, and interim words made from
+    them with ``setup.interim_lag``), not the script's.
+    """
     runs: dict[str, list[Utterance]] = {"off": [], "on": []}
     for item in items:
+        heard = transcribe(read_wav(item.wav), stt, vad=setup.vad, params=setup.vad_params) if stt else None
         for name, on in (("off", False), ("on", True)):
-            runs[name].extend(watch(item, setup, backchannels=on))
+            runs[name].extend(watch(item, setup, backchannels=on, words=heard))
         if on_step is not None:
             on_step(item.wav.name)
     return runs
@@ -262,7 +276,9 @@ def report(runs: dict[str, list[Utterance]], items: Sequence[BackchannelItem]) -
 def run_backchannels(args: Any, setup: Setup, out: Any, err: Any) -> int:
     """``rxvoice eval`` on a backchannel set: print (or ``--json``) the scores without and with backchannels."""
     items = find_backchannel_items(args.paths)
-    runs = evaluate_backchannels(items, setup)
+    choice = getattr(args, "stt", None)
+    stt = offline_stt(choice) if choice is not None else None
+    runs = evaluate_backchannels(items, setup, stt=stt)
     if getattr(args, "json", False):
         data = {"version": 1, "settings": setup.describe(),
                 "backchannels": {name: score(us) for name, us in runs.items()},
@@ -272,7 +288,8 @@ def run_backchannels(args: Any, setup: Setup, out: Any, err: Any) -> int:
         print(json.dumps(data, indent=2), file=out)
     else:
         lag = "no interim words" if setup.interim_lag is None else f"interim words {setup.interim_lag:g} s after each"
-        print(f"backchannel set: {len(items)} recordings; STT finals {setup.stt_delay:g} s after speech, {lag}",
+        heard = "the script's words" if stt is None else f"the words {stt_label(choice or '')} hears"
+        print(f"backchannel set: {len(items)} recordings; {heard}, finals {setup.stt_delay:g} s after speech, {lag}",
               file=out)
         for line in report(runs, items):
             print(line, file=out)
