@@ -65,7 +65,6 @@ from ..pipeline.stage import Stage
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
 from ..turns import FusedTurnStop, SchedulerOffload, SpeechTimeoutStop, TurnAnalyzerStop, TurnsConfig
-from ..turns.completion import Completion
 from ..turns.strategy import StopStrategy
 from ._common import CLIError, signed
 from .wav import RATE, Recording
@@ -647,27 +646,30 @@ class _Collector:
     def _fused_reason(
         self, t: float, strategy: FusedTurnStop, text: str, verdict: Verdict | None
     ) -> tuple[str, str]:
-        """``(cause, reason)`` of a :class:`FusedTurnStop` decision, by the strategy's own rules."""
+        """``(cause, reason)`` of a :class:`FusedTurnStop` decision, by the strategy's own model."""
         waited = ", then waited for the words" if self._words_arrived_at(t) else ""
         stop = self._last(SpeechStopped)
         start = self._last(TurnStarted)
         if stop is None or (start is not None and stop.time < start.time - _EPS):
             return "no-vad", f"{strategy.transcript_timeout:g} s after the words (no VAD pause to judge)"
         fresh = any(isinstance(o, Words) and o.time >= stop.speech_end - _EPS for o in self.observations)
-        words = strategy.words_verdict(text) if fresh else None
-        model = verdict is not None and verdict.probability > strategy.complete_threshold
-        p = " (no verdict yet)" if verdict is None else f" (p={verdict.probability:.2f})"
-        said = "no words for the last speech" if words is None else f"words {words.completion.value}: {words.reason}"
-        completion = Completion.UNSURE if words is None else words.completion
-        if completion is Completion.INCOMPLETE:
-            tentative = words is not None and words.tentative
-            need = strategy.sequence_timeout if tentative else strategy.unfinished_timeout
-            return ("sequence" if tentative else "unfinished"), f"{said}; waited {need:g} s of silence{waited}"
-        if model:
-            return "model", f"Smart Turn: complete{p}, {said}{waited}"
-        if completion is Completion.COMPLETE:
-            return "words", f"{said}; Smart Turn incomplete{p}; {strategy.finished_timeout:g} s of silence{waited}"
-        return "unsure", f"{said}; Smart Turn incomplete{p}; {strategy.unsure_timeout:g} s of silence{waited}"
+        evidence = strategy.evidence(text, None if verdict is None else verdict.probability,
+                                     longest_pause=self._longest_pause(), fresh=fresh)
+        cause, reason = strategy.explain(evidence)
+        return cause, reason + waited
+
+    def _longest_pause(self) -> float:
+        """The longest pause the speaker came back from since the last turn that was not reopened."""
+        longest, last_end = 0.0, None
+        reopened = {round(o.time, 3) for o in self.observations if isinstance(o, Recovered)}
+        for o in self.observations:
+            if isinstance(o, TurnStarted) and round(o.time, 3) not in reopened:
+                longest, last_end = 0.0, None
+            elif isinstance(o, SpeechStopped):
+                last_end = o.speech_end
+            elif isinstance(o, SpeechStarted) and last_end is not None:
+                longest = max(longest, o.speech_start - last_end)
+        return longest
 
     def _last(self, kind: type[Any]) -> Any:
         for o in reversed(self.observations):

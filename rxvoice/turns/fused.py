@@ -2,25 +2,20 @@
 
 An end-of-turn audio model alone (Smart Turn) is wrong often enough on
 speech it was not trained on: it says "complete" after "preferably in the"
-and "incomplete" after "Yes, that's right.". The words say what the audio
-cannot (:mod:`rxvoice.turns.completion`), and the silence bounds every wait.
-:class:`FusedTurnStop` answers a pause, counted in seconds of silence after
-the speech ended, once the words of that speech are in:
-
-============================  ====================  =======================================
-the words say                 the model says         answer after
-============================  ====================  =======================================
-unfinished ("to", "the", um)  anything               ``unfinished_timeout`` (bounded wait)
-a number / letters being read anything               ``sequence_timeout``
-finished ("...today?")        complete               at once
-finished                      incomplete, or none    ``finished_timeout``
-unsure (no rule decides)      complete               at once
-unsure                        incomplete, or none    ``unsure_timeout`` (bounded fallback)
-============================  ====================  =======================================
+and "incomplete" after "yes that's right". The words say what the audio
+cannot (:mod:`rxvoice.turns.ending`: a completion signal learned from data,
+read on plain words), and the silence, the longer it lasts, makes a
+mid-turn pause less likely. :class:`FusedTurnStop` weighs the three in one
+calibrated model (:mod:`rxvoice.turns.wait`): once the words of the speech
+that just ended are in, it answers when the odds that the turn is over cross
+a threshold, which one knob, ``patience``, moves along the cut-off/latency
+curve. A number or a spelled word still being read waits as long as its own
+rhythm says; a turn reopened after a false end keeps its words and its
+rhythm.
 
 New speech before the answer cancels it; the next pause is judged afresh on
-the whole turn's words. Without an analyzer (``analyzer=None``) the model
-never says complete: words and silence decide.
+the whole turn's words. Without an analyzer (``analyzer=None``) the audio
+weighs nothing: words and silence decide.
 """
 
 from __future__ import annotations
@@ -43,7 +38,8 @@ from ..frames import (
     VADUserStoppedSpeakingFrame,
 )
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
-from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
+from .config import RECOVERY_WINDOW
+from .ending import UNSURE, WordsEnd, WordsEndModel, default_words_end, plain_words, reading_in_progress, stt_confidence
 from .stop import (
     _analyze,
     _begin,
@@ -54,6 +50,7 @@ from .stop import (
     words_timeout,
 )
 from .strategy import NOTHING, Analyze, Arm, Disarm, Effect, Effects, Push, StopStrategy, Touch, stopped
+from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence
 
 __all__ = ["FusedTurnState", "FusedTurnStop"]
 
@@ -63,7 +60,8 @@ _EPS = 1e-6
 _NEVER = -math.inf
 _VERDICT = "v"
 _TIMERS: Effects = (Disarm("decide"), Disarm("grace"), Disarm("stt"))
-_NO_WORDS = CompletionVerdict(Completion.UNSURE, "no words for the last speech")
+_VERDICT_WAIT = 0.5
+"""Seconds after the VAD stop an audio verdict is waited for before the words and silence decide alone."""
 
 
 class FusedTurnState(NamedTuple):
@@ -78,7 +76,6 @@ class FusedTurnState(NamedTuple):
     finalized: bool = False
     grace_done: bool = False
     stt_done: bool = False
-    model_complete: bool = False
     probability: float | None = None
     segment: int = 0
     inflight: bool = False
@@ -87,64 +84,73 @@ class FusedTurnState(NamedTuple):
     stt_timeout: float = 0.0
     stt_known: bool = False
     answered: bool = False
+    confidence: float | None = None
+    """The STT's confidence in the last final's words (``None``: not given)."""
+    foreign: bool = False
+    """The STT said the last final is in a language the words' signal does not read."""
+    longest_pause: float = 0.0
+    """The longest pause the speaker came back from in this turn (its rhythm)."""
+    stopped_at: float = _NEVER
+    carried: tuple[str, float] = ("", 0.0)
+    """The words and rhythm of the turn that ended last, for a turn reopened right after it."""
 
 
-def _seconds(name: str, value: object, high: float = 30.0) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"FusedTurnStop.{name} must be a finite number of seconds, got {value!r}")
-    if not 0.0 <= value <= high:
-        raise ConfigurationError(f"FusedTurnStop.{name} must be in [0, {high:g}] seconds, got {value!r}")
+def _text_of(frame: Frame) -> str:
+    return str(getattr(frame, "text", "")).strip()
 
 
 @dataclass(frozen=True)
 class FusedTurnStop(StopStrategy[FusedTurnState]):
-    """Ends the turn on the audio model's verdict, the words and the silence together.
+    """Ends the turn when one calibrated model of the audio, the words and the silence says it is over.
 
-    Every timeout counts seconds of silence after the speech ended (the VAD
-    stop minus its ``stop_secs``), and the words of that speech are always
-    awaited first: a final transcript that arrived after the speech ended,
-    or, when none comes, the STT's published p99 latency
+    Every wait counts seconds of silence after the speech ended (the VAD stop
+    minus its ``stop_secs``), and the words of that speech are always awaited
+    first: a final transcript that arrived after the speech ended, or, when
+    none comes, the STT's published p99 latency
     (``STTMetadataFrame.ttfs_p99_latency``) or
-    :data:`~rxvoice.turns.TRANSCRIPT_GRACE`.
+    :data:`~rxvoice.turns.TRANSCRIPT_GRACE`. Then the evidence (the audio
+    model's probability, the words' end probability from ``words_end``, a
+    number or spelling being read and its rhythm, the turn's length) gives
+    the odds that the turn is over, growing with the silence
+    (:mod:`rxvoice.turns.wait`); the turn is answered when they cross the
+    threshold.
 
-    The defaults were chosen on the rxvoice development recordings (ten
-    synthetic phone calls, 45 ends of turn and 30 mid-sentence pauses, plus
-    the single-utterance set), tuned on half and checked on the rest; see
-    ``docs/turn-taking.md`` ("Choosing the recommended stop").
+    The model was fitted on the tune half of a generated corpus of several
+    hundred calls and reported on the other half, with words as an STT
+    delivers them (lower case, no punctuation); see ``docs/turn-taking.md``
+    ("The recommended setup").
 
     Args:
         analyzer: the end-of-turn audio model (``SmartTurnAnalyzer()``), or
             ``None`` to decide on words and silence alone.
-        language: the completion rules to read the words with
-            (:func:`~rxvoice.turns.completion.register_completion`); a
-            language with none makes every verdict on words "unsure".
-        complete_threshold: the model's probability above which it says
-            complete (Smart Turn's own threshold is 0.5).
-        finished_timeout: silence after which finished words are answered
-            although the model said incomplete.
-        unsure_timeout: silence after which words no rule decides are
-            answered although the model said incomplete (the bounded fallback;
-            keep it shorter than a normal gap between turns, about 1.2 s).
-        sequence_timeout: silence after which a number or a spelled sequence
-            still being read ("four five", "j o r") is answered.
-        unfinished_timeout: silence after which clearly unfinished words
-            ("a flight to", "um") are answered anyway.
+        language: the language of the words; the default words' signal reads
+            English (another language: the words weigh nothing).
+        patience: how sure the model must be before it answers, in
+            ``[0.1, 10]``; 1 is the measured default, 2 asks for twice the
+            odds (fewer cut-offs, later answers), 0.5 for half.
+        words_end: the words' end-of-turn signal (default:
+            :func:`~rxvoice.turns.ending.default_words_end`, the trigram model
+            from the ``pocketsphinx`` wheel when installed, else the hand rules).
+        wait_model: the coefficients (:data:`~rxvoice.turns.wait.DEFAULT_WAIT`).
         transcript_timeout: with no VAD around the words (text input), the
-            quiet after the last transcript that ends the turn.
+            quiet after the last transcript that ends the turn (longer when
+            the words say more is coming).
         wait_for_transcript: never answer without words (as the other stops).
+
+    Raises:
+        ConfigurationError: a ``patience`` out of range, a bad analyzer or timeout.
+        ModelError: the words' language model file is corrupt.
     """
 
     analyzer: EndOfTurnAnalyzer | None = None
     language: str = "en"
-    complete_threshold: float = 0.5
-    finished_timeout: float = 0.0
-    unsure_timeout: float = 0.8
-    sequence_timeout: float = 1.2
-    unfinished_timeout: float = 2.0
+    patience: float = 1.0
+    words_end: WordsEndModel | None = None
+    wait_model: WaitModel = DEFAULT_WAIT
     transcript_timeout: float = 0.5
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
-    _rules: CompletionRules | None = field(default=None, init=False, repr=False, compare=False)
+    _words_end: WordsEndModel | None = field(default=None, init=False, repr=False, compare=False)
     handles: ClassVar[frozenset[type[Frame]]] = frozenset({
         InputAudioRawFrame, StartFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
         TranscriptionFrame, InterimTranscriptionFrame, STTMetadataFrame,
@@ -158,62 +164,93 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             )
         if not isinstance(self.language, str) or not self.language.strip():
             raise ConfigurationError(f"FusedTurnStop.language must be a language code, got {self.language!r}")
-        p = self.complete_threshold
-        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p < 1.0:
-            raise ConfigurationError(f"FusedTurnStop.complete_threshold must be in [0, 1), got {p!r}")
-        for name in ("finished_timeout", "unsure_timeout", "sequence_timeout", "unfinished_timeout",
-                     "transcript_timeout"):
-            _seconds(name, getattr(self, name))
-        if not self.finished_timeout <= self.unsure_timeout <= self.unfinished_timeout:
+        check_patience(self.patience, "FusedTurnStop.patience")
+        if not isinstance(self.wait_model, WaitModel):
+            raise ConfigurationError(f"FusedTurnStop.wait_model must be a WaitModel, got {self.wait_model!r}")
+        t = self.transcript_timeout
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or not 0.0 <= t <= 30.0:
+            raise ConfigurationError(f"FusedTurnStop.transcript_timeout must be in [0, 30] seconds, got {t!r}")
+        words_end = self.words_end
+        if words_end is None:
+            words_end = default_words_end(self.language)
+        elif not callable(getattr(words_end, "judge", None)):
             raise ConfigurationError(
-                "FusedTurnStop needs finished_timeout <= unsure_timeout <= unfinished_timeout "
-                f"(got {self.finished_timeout}, {self.unsure_timeout}, {self.unfinished_timeout})"
+                f"FusedTurnStop.words_end needs a judge(text, confidence) method, got {words_end!r}"
             )
-        object.__setattr__(self, "_rules", completion_rules(self.language))
+        object.__setattr__(self, "_words_end", words_end)
 
     # -- the decision -------------------------------------------------------------------------
 
-    def words_verdict(self, text: str) -> CompletionVerdict:
-        """What the words say (``UNSURE`` when the language has no rules or they fail)."""
-        rules = self._rules
-        if rules is None:
-            return CompletionVerdict(Completion.UNSURE, f"no completion rules for {self.language!r}")
+    def judge_words(self, text: str, confidence: float | None = None) -> WordsEnd:
+        """What the words say (unsure, weighing nothing, when the signal cannot read them or fails)."""
+        model = self._words_end
+        if model is None or not text:
+            return UNSURE
         try:
-            verdict = rules.judge(text)
-        except Exception as exc:  # a caller's rules must not break a turn
-            return CompletionVerdict(Completion.UNSURE, f"the completion rules failed ({type(exc).__name__})")
-        return verdict if isinstance(verdict, CompletionVerdict) else _NO_WORDS
+            verdict = model.judge(text, confidence)
+        except Exception as exc:  # a caller's signal must not break a turn
+            return WordsEnd(0.5, 0.0, f"the words' signal failed ({type(exc).__name__})")
+        if not isinstance(verdict, WordsEnd) or not 0.0 <= verdict.probability <= 1.0:
+            return WordsEnd(0.5, 0.0, "the words' signal gave no probability")
+        return verdict
 
-    def needed_silence(self, words: CompletionVerdict, model_complete: bool) -> float:
-        """Seconds of silence after the speech after which this verdict pair answers."""
-        if words.completion is Completion.INCOMPLETE:
-            return self.sequence_timeout if words.tentative else self.unfinished_timeout
-        if model_complete:
-            return 0.0
-        if words.completion is Completion.COMPLETE:
-            return self.finished_timeout
-        return self.unsure_timeout
+    def evidence(
+        self, text: str, probability: float | None, *, confidence: float | None = None,
+        longest_pause: float = 0.0, fresh: bool = True, foreign: bool = False,
+    ) -> Evidence:
+        """The evidence for a pause after ``text`` (``fresh``: the last speech's words are in it)."""
+        words = plain_words(text) if text else []
+        judged = self.judge_words(text, confidence) if fresh and not foreign else UNSURE
+        return Evidence(probability, judged, reading_in_progress(words), len(words), longest_pause)
 
-    def _words_of_last_speech(self, s: FusedTurnState) -> CompletionVerdict | None:
-        """The verdict on the words, once the last speech's words are in (``None``: still waiting)."""
+    def needed_silence(self, evidence: Evidence) -> float:
+        """Seconds of silence after the speech after which this evidence answers."""
+        return needed_silence(self.wait_model, evidence, self.patience)
+
+    def explain(self, evidence: Evidence) -> tuple[str, str]:
+        """``(cause, reason)`` of an answer on this evidence: ``model``/``words`` when it answered as soon
+        as the words were in (the audio or the words carried it), ``sequence`` when a reading waited its
+        rhythm, ``unfinished`` when the words held it, ``unsure`` otherwise."""
+        need = self.needed_silence(evidence)
+        audio = "no audio verdict" if evidence.audio is None else f"audio p={evidence.audio:.2f}"
+        odds = end_log_odds(self.wait_model, evidence)
+        said = f"{audio}, {evidence.words.reason}, end odds {odds:+.1f}"
+        if need <= _EPS:
+            cause = "model" if evidence.audio is not None and evidence.audio > 0.5 else "words"
+            return cause, f"{said}: answered when the words were in"
+        if evidence.reading:
+            cause = "sequence"
+        elif evidence.words.weight > 0 and evidence.words.probability < 0.2:
+            cause = "unfinished"
+        else:
+            cause = "unsure"
+        return cause, f"{said}: waited {need:.2f} s of silence"
+
+    def _evidence(self, s: FusedTurnState) -> Evidence | None:
+        """The evidence, once the last speech's words are in (``None``: still waiting)."""
         fresh = s.text_at >= s.speech_end - _EPS
-        if not self.wait_for_transcript:
-            return self.words_verdict(s.text) if s.text else _NO_WORDS
-        if not s.text:
-            return None  # no words at all: nothing to answer (the watchdog closes an empty turn)
-        if not (s.finalized or s.stt_done):
-            return None
-        if fresh:
-            return self.words_verdict(s.text)
-        return _NO_WORDS if s.grace_done else None
+        if self.wait_for_transcript:
+            if not s.text:
+                return None  # no words at all: nothing to answer (the watchdog closes an empty turn)
+            if not (s.finalized or s.stt_done):
+                return None
+            if not fresh and not s.grace_done:
+                return None
+        return self.evidence(s.text, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
+                             fresh=fresh, foreign=s.foreign)
 
     def _decide(self, s: FusedTurnState, now: float, effects: list[Effect]) -> tuple[FusedTurnState, Effects]:
         if s.speaking or not s.vad_stopped or s.answered:
             return s, tuple(effects)
-        words = self._words_of_last_speech(s)
-        if words is None:
+        evidence = self._evidence(s)
+        if evidence is None:
             return s, tuple(effects)
-        need = self.needed_silence(words, s.model_complete)
+        if s.inflight and s.probability is None and self.analyzer is not None:
+            # The audio model's verdict on this pause is on its way: wait for it (bounded).
+            pending = s.asked_at + _VERDICT_WAIT - now
+            if pending > _EPS:
+                return s, (*effects, Arm("decide", pending))
+        need = self.needed_silence(evidence)
         silence = now - s.speech_end
         if silence >= need - _EPS:
             return s._replace(answered=True), (*effects, *_TIMERS, *stopped())
@@ -227,6 +264,13 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         effects.append(Touch(_begin))
         effects.append(Analyze(f"{_VERDICT}{s.segment}", _analyze))
         return s._replace(inflight=True, reanalyze=False, asked_at=now)
+
+    def _foreign(self, frame: Frame) -> bool:
+        language = getattr(frame, "language", None)
+        if not isinstance(language, str) or not language.strip():
+            return False
+        ours = self.language.strip().replace("_", "-").split("-", 1)[0].lower()
+        return language.strip().replace("_", "-").split("-", 1)[0].lower() != ours
 
     # -- the protocol -------------------------------------------------------------------------
 
@@ -249,9 +293,12 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return s, _feed(frame, s.speaking, "audio")
         if t is VADUserStartedSpeakingFrame:
             secs = float(getattr(frame, "start_secs", 0.0))
+            longest = s.longest_pause
+            if s.speech_end > _NEVER:  # the speaker comes back from a pause of this turn
+                longest = max(longest, now - secs - s.speech_end)
             s = s._replace(
-                speaking=True, vad_stopped=False, no_vad=False, model_complete=False, probability=None,
-                grace_done=False, stt_done=False, segment=s.segment + 1, reanalyze=False, answered=False,
+                speaking=True, vad_stopped=False, no_vad=False, probability=None, grace_done=False,
+                stt_done=False, segment=s.segment + 1, reanalyze=False, answered=False, longest_pause=longest,
             )
             if self.analyzer is None:
                 return s, _TIMERS
@@ -269,23 +316,24 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             if not fresh and grace > 0:
                 effects.append(Arm("grace", grace))
             s = s._replace(
-                speaking=False, vad_stopped=True, no_vad=False, speech_end=speech_end, model_complete=False,
-                probability=None, stt_done=stt_done, grace_done=fresh or grace <= 0,
+                speaking=False, vad_stopped=True, no_vad=False, speech_end=speech_end, probability=None,
+                stt_done=stt_done, grace_done=fresh or grace <= 0,
             )
             s = self._ask(s, now, effects)
             return self._decide(s, now, effects)
         if t is TranscriptionFrame:
             if not _words(frame):
                 return s, NOTHING
-            text = f"{s.text} {frame.text.strip()}".strip()  # type: ignore[attr-defined]
+            text = f"{s.text} {_text_of(frame)}".strip()
             finalized = bool(getattr(frame, "finalized", False)) or s.finalized
-            s = s._replace(text=text, text_at=now, finalized=finalized, stt_done=s.stt_done or finalized)
+            s = s._replace(
+                text=text, text_at=now, finalized=finalized, stt_done=s.stt_done or finalized,
+                confidence=stt_confidence(getattr(frame, "result", None)), foreign=self._foreign(frame),
+            )
             if not s.speaking and not s.vad_stopped:
                 # No VAD around these words: count the quiet from them.
-                words = self.words_verdict(text)
-                wait = self.transcript_timeout
-                if words.completion is Completion.INCOMPLETE:
-                    wait = max(wait, self.needed_silence(words, False))
+                evidence = self.evidence(text, None, confidence=s.confidence, foreign=s.foreign)
+                wait = max(self.transcript_timeout, self.needed_silence(evidence))
                 return s._replace(no_vad=True, answered=False), (Disarm("grace"), Disarm("stt"), Arm("decide", wait))
             out: list[Effect] = [Disarm("grace")]
             if finalized:
@@ -309,14 +357,17 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             s = s._replace(grace_done=True)
         elif key == "stt":
             s = s._replace(stt_done=True)
-        elif key != "decide":
+        elif key == "decide":
+            if s.inflight and s.probability is None and now >= s.asked_at + _VERDICT_WAIT - _EPS:
+                s = s._replace(inflight=False)  # the verdict is late: the words and the silence decide
+        else:
             return s, NOTHING
         return self._decide(s, now, [])
 
     def on_result(self, state: FusedTurnState, key: str, value: Any, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
         if not key.startswith(_VERDICT):
-            # Audio feeding: the stream's own 3 s fallback is not used (the timeouts bound every wait).
+            # Audio feeding: the stream's own 3 s fallback is not used (the wait bounds itself).
             if isinstance(value, BaseException):
                 log.warning("feeding the end-of-turn analyzer failed (%s); chunk skipped", value)
             return s, NOTHING
@@ -328,22 +379,29 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             s = self._ask(s, now, effects)
         if not current or s.speaking:
             return s, tuple(effects)
-        model_complete = complete if probability is None else probability > self.complete_threshold
-        return self._decide(s._replace(model_complete=model_complete, probability=probability), now, effects)
+        if probability is None:
+            probability = 0.9 if complete else 0.1
+        return self._decide(s._replace(probability=probability), now, effects)
 
     def on_turn_started(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
-        return state._replace(
-            vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, model_complete=False,
+        words, rhythm = state.carried
+        reopened = bool(words) and now - state.stopped_at <= RECOVERY_WINDOW + _EPS
+        # A turn reopened right after a false end goes on with its words and rhythm (the aggregator
+        # joins them into one message); any other turn starts afresh.
+        s = state._replace(
+            vad_stopped=False, no_vad=False, text=words if reopened else "", text_at=_NEVER, finalized=False,
             probability=None, grace_done=False, stt_done=False, answered=False,
-        ), _TIMERS
+            speech_end=state.speech_end if reopened else _NEVER, longest_pause=rhythm if reopened else 0.0,
+            carried=("", 0.0), confidence=state.confidence if reopened else None,
+        )
+        return s, _TIMERS
 
     def on_turn_stopped(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         s = state._replace(
-            vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, model_complete=False,
-            probability=None, grace_done=False, stt_done=False, segment=state.segment + 1, reanalyze=False,
-            answered=False,
+            vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, probability=None,
+            grace_done=False, stt_done=False, segment=state.segment + 1, reanalyze=False, answered=False,
+            stopped_at=now, carried=(state.text, state.longest_pause),
         )
         if self.analyzer is None:
             return s, _TIMERS
         return s, (*_TIMERS, Touch(_clear))
-
