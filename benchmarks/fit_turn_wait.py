@@ -162,17 +162,20 @@ def main(argv: list[str] | None = None) -> int:
                     pause_median=round(m, 2), reading_median=round(mr, 2), pause_shape=round(shape, 2))
     print(f"{len(rows)} pauses ({int(y.sum())} turn ends); logistic {np.round(w, 3)}; "
           f"pauses: median {m:.2f} s, in readings {mr:.2f} s, shape {shape:.2f}")
-    chosen = None
-    for threshold in np.arange(-2.0, 6.01, 0.1):
-        candidate = replace(model, threshold=round(float(threshold), 2))
-        out = simulate(candidate, rows, signal)
-        if chosen is None and out["audible"] <= args.audible and out["cut"] <= args.cut:
-            chosen = candidate
-        if abs(threshold * 10 - round(threshold * 10)) < 1e-6 and round(threshold * 10) % 5 == 0:
-            print(f"  threshold {threshold:+.1f}: " + ", ".join(f"{k} {v:.3f}" for k, v in out.items()))
-    if chosen is None:
-        print("no threshold meets the targets", file=sys.stderr)
-        return 1
+    chosen, best = None, math.inf
+    for max_wait in (1.2, 1.4, 1.6, 2.0, 2.5):
+        for threshold in np.arange(-1.0, 5.01, 0.1):
+            candidate = replace(model, threshold=round(float(threshold), 2), max_wait=max_wait)
+            out = simulate(candidate, rows, signal)
+            # the targets, as one score: misses and late answers cost, audible cut-offs cost most
+            cost = (max(0.0, 0.95 - out["found"]) * 10 + max(0.0, out["audible"] - args.audible) * 20
+                    + max(0.0, out["cut"] - args.cut) * 5 + max(0.0, out["p90"] - 1.0) + max(0.0, out["p50"] - 0.4))
+            if cost < best:
+                chosen, best = candidate, cost
+            if round(threshold * 10) % 5 == 0:
+                print(f"  max_wait {max_wait} threshold {threshold:+.1f}: "
+                      + ", ".join(f"{k} {v:.3f}" for k, v in out.items()))
+    assert chosen is not None
     print("chosen:", chosen)
     print("simulated on tune:", simulate(chosen, rows, signal))
     return 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -147,6 +148,31 @@ def pocketsphinx_lm_path() -> Path:
     return path
 
 
+_models: dict[tuple[str, int, int], Any] = {}
+_models_lock = threading.Lock()
+
+
+def _load(path: str, mtime: int, size: int) -> Any:
+    """The language model at ``path``, read once per process (read-only: every session may share it)."""
+    key = (path, mtime, size)
+    with _models_lock:
+        lm = _models.get(key)
+        if lm is not None:
+            return lm
+        try:
+            from pocketsphinx import NGramModel
+        except ImportError:
+            raise ModelNotFoundError("reading a language model needs PocketSphinx: pip install pocketsphinx") from None
+        try:
+            lm = NGramModel.readfile(path)
+        except Exception as exc:  # PocketSphinx says ValueError; anything else is as bad
+            raise ModelError(f"{path} is not a language model PocketSphinx can read ({exc})") from None
+        if lm.prob(["</s>"]) <= -500000:  # no end-of-sentence token: no end probability to give
+            raise ModelError(f"{path} has no end-of-sentence token </s>")
+        _models[key] = lm
+        return lm
+
+
 @dataclass(frozen=True)
 class TrigramWordsEnd:
     """The end of a turn judged by an n-gram language model's end-of-sentence probability.
@@ -183,18 +209,8 @@ class TrigramWordsEnd:
         path = pocketsphinx_lm_path() if self.path is None else Path(self.path)
         if not path.is_file():
             raise ModelNotFoundError(f"no language model file at {path}")
-        try:
-            from pocketsphinx import NGramModel
-        except ImportError:
-            raise ModelNotFoundError("reading a language model needs PocketSphinx: pip install pocketsphinx") from None
-        try:
-            lm = NGramModel.readfile(str(path))
-        except Exception as exc:  # PocketSphinx says ValueError; anything else is as bad
-            raise ModelError(f"{path} is not a language model PocketSphinx can read ({exc})") from None
-        if lm.prob(["</s>"]) <= -500000:  # no end-of-sentence token: no end probability to give
-            raise ModelError(f"{path} has no end-of-sentence token </s>")
         object.__setattr__(self, "path", path)
-        object.__setattr__(self, "_lm", lm)
+        object.__setattr__(self, "_lm", _load(str(path.resolve()), path.stat().st_mtime_ns, path.stat().st_size))
 
     def _logp(self, words: list[str]) -> float:
         """ln P(words[0] | words[1:]) (PocketSphinx takes the history newest first)."""

@@ -57,6 +57,8 @@ __all__ = ["FusedTurnState", "FusedTurnStop"]
 log = logging.getLogger("rxvoice.turns.fused")
 
 _EPS = 1e-6
+_TICK = 1e-3
+"""Timers are compared at a millisecond: a clock that rounds never re-arms a wait shorter than this."""
 _NEVER = -math.inf
 _VERDICT = "v"
 _TIMERS: Effects = (Disarm("decide"), Disarm("grace"), Disarm("stt"))
@@ -93,6 +95,12 @@ class FusedTurnState(NamedTuple):
     stopped_at: float = _NEVER
     carried: tuple[str, float] = ("", 0.0)
     """The words and rhythm of the turn that ended last, for a turn reopened right after it."""
+
+
+def _after(seconds: float) -> Arm:
+    """The decide timer, ``seconds`` from now rounded up to the millisecond (the clocks round to the
+    microsecond: a deadline finer than that would be re-armed forever)."""
+    return Arm("decide", math.ceil(max(seconds, _TICK) * 1000.0 - 1e-6) / 1000.0)
 
 
 def _text_of(frame: Frame) -> str:
@@ -248,13 +256,13 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         if s.inflight and s.probability is None and self.analyzer is not None:
             # The audio model's verdict on this pause is on its way: wait for it (bounded).
             pending = s.asked_at + _VERDICT_WAIT - now
-            if pending > _EPS:
-                return s, (*effects, Arm("decide", pending))
+            if pending > _TICK:
+                return s, (*effects, _after(pending))
         need = self.needed_silence(evidence)
         silence = now - s.speech_end
-        if silence >= need - _EPS:
+        if silence >= need - _TICK:
             return s._replace(answered=True), (*effects, *_TIMERS, *stopped())
-        return s, (*effects, Arm("decide", need - silence))
+        return s, (*effects, _after(need - silence))
 
     def _ask(self, s: FusedTurnState, now: float, effects: list[Effect]) -> FusedTurnState:
         if self.analyzer is None:
@@ -334,7 +342,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
                 # No VAD around these words: count the quiet from them.
                 evidence = self.evidence(text, None, confidence=s.confidence, foreign=s.foreign)
                 wait = max(self.transcript_timeout, self.needed_silence(evidence))
-                return s._replace(no_vad=True, answered=False), (Disarm("grace"), Disarm("stt"), Arm("decide", wait))
+                return s._replace(no_vad=True, answered=False), (Disarm("grace"), Disarm("stt"), _after(wait))
             out: list[Effect] = [Disarm("grace")]
             if finalized:
                 out.append(Disarm("stt"))
@@ -358,7 +366,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         elif key == "stt":
             s = s._replace(stt_done=True)
         elif key == "decide":
-            if s.inflight and s.probability is None and now >= s.asked_at + _VERDICT_WAIT - _EPS:
+            if s.inflight and s.probability is None and now >= s.asked_at + _VERDICT_WAIT - _TICK:
                 s = s._replace(inflight=False)  # the verdict is late: the words and the silence decide
         else:
             return s, NOTHING

@@ -15,7 +15,9 @@ raises or lowers (:func:`needed_silence` gives the moment in closed form).
 
 Two bounds keep it safe: the words alone move the odds by at most
 :attr:`WaitModel.words_cap` (misheard or unusual words never hold a turn
-open on their own), and no wait is longer than :attr:`WaitModel.max_wait`.
+open on their own), and no wait is longer than :attr:`WaitModel.max_wait`
+(or, when the speaker has already come back from a long pause in this turn,
+one and a half times the pause their rhythm predicts).
 
 The coefficients (:data:`DEFAULT_WAIT`) were fitted on the tune half of the
 generated corpus (``benchmarks/turn_corpus.py``, ``benchmarks/fit_turn_wait.py``)
@@ -82,10 +84,12 @@ class WaitModel:
         pause_median: median of a mid-turn pause (s).
         pause_shape: shape of the log-logistic pause law (larger: pauses more alike).
         reading_median: median of a pause inside a reading (s).
-        rhythm: a pause as long as ``rhythm`` times the longest one the speaker came back
-            from in this turn is as likely as a median one.
+        rhythm: inside a reading, a pause as long as ``rhythm`` times the longest one the
+            speaker came back from in this turn is as likely as a median one (readers slow
+            down as they go); outside one, a pause as long as that longest one.
         threshold: the log-odds at which the turn is answered (``patience`` 1).
-        max_wait: no silence is waited through longer than this (s).
+        max_wait: no silence is waited through longer than this (s), unless the
+            speaker's own rhythm says more: then ``1.5`` times their expected pause.
     """
 
     bias: float = 0.0
@@ -113,7 +117,10 @@ class WaitModel:
             raise ConfigurationError("WaitModel.words_cap and rhythm must be >= 0")
 
 
-DEFAULT_WAIT = WaitModel()
+DEFAULT_WAIT = WaitModel(
+    bias=-0.565, audio=0.06, words=1.214, reading=-0.901, length=0.558, words_cap=3.0, pause_median=0.74,
+    pause_shape=3.25, reading_median=0.82, rhythm=1.5, threshold=2.0, max_wait=1.4,
+)
 """The fitted model the recommended setup uses."""
 
 
@@ -152,8 +159,10 @@ def end_log_odds(model: WaitModel, evidence: Evidence) -> float:
 
 def expected_pause(model: WaitModel, evidence: Evidence) -> float:
     """The median of this speaker's next mid-turn pause (s): longer in a reading, and by its rhythm."""
-    median = model.reading_median if evidence.reading else model.pause_median
-    return max(median, model.rhythm * max(0.0, evidence.longest_pause))
+    longest = max(0.0, evidence.longest_pause)
+    if evidence.reading:
+        return max(model.reading_median, model.rhythm * longest)
+    return max(model.pause_median, longest)
 
 
 def turn_over_log_odds(model: WaitModel, evidence: Evidence, silence: float) -> float:
@@ -174,7 +183,9 @@ def needed_silence(model: WaitModel, evidence: Evidence, patience: float = 1.0) 
     gap = model.threshold + math.log(patience) - end_log_odds(model, evidence)
     if gap <= 0.0:
         return 0.0
+    pause = expected_pause(model, evidence)
+    cap = max(model.max_wait, 1.5 * pause) if evidence.reading and evidence.longest_pause > 0 else model.max_wait
     if gap > 50.0:
-        return model.max_wait
-    seconds = expected_pause(model, evidence) * math.expm1(gap) ** (1.0 / model.pause_shape)
-    return min(model.max_wait, float(seconds))
+        return cap
+    seconds = pause * math.expm1(gap) ** (1.0 / model.pause_shape)
+    return min(cap, float(seconds))
