@@ -10,7 +10,9 @@ came next). Every pause after a segment is judged:
 
 * ``found``: a labelled end of turn answered before the caller went on (its
   latency: the answer minus the segment's end);
-* ``missed``: a labelled end with no answer before the next segment;
+* ``missed``: a labelled end with no answer before the next segment (an answer
+  in the first ``HEARD`` seconds of the next segment, before a VAD can hear it,
+  is a late one);
 * ``cut-off``: a mid-sentence pause answered (or a turn that ended inside a
   segment); *recovered* when the caller resumed before the bot's first audio
   would have started (``--bot-delay`` seconds after the answer), *audible*
@@ -71,6 +73,9 @@ WORD_MODES = ("plain", "stop-each", "as-written")
 """How a transcript is replayed: as an STT without punctuation or casing (``plain``, the default), as
 one that ends every final with a full stop (``stop-each``), or as the file wrote it (``as-written``,
 for comparison only: an annotator's punctuation knows what came next)."""
+HEARD = 0.25
+"""Seconds into a segment before a VAD can have heard it (Silero's 0.2 s start, a frame): a turn that
+ends that early in a segment is judged with the pause before it."""
 BOT_DELAY = 0.6
 """Seconds from a turn end to the bot's first audio (a fast model plus TTS): a caller who resumes
 sooner never hears the cut-off."""
@@ -262,16 +267,17 @@ def judge(item: Item, analysis: Analysis, *, bot_delay: float = BOT_DELAY) -> li
         else:
             until = math.inf
         resumed = None if math.isinf(until) else until
-        inside = [t for t in decided if seg.start + _EPS < t.ended < seg.end - _EPS]
-        after = [t for t in decided if seg.end - _EPS <= t.ended < until]
+        # No VAD hears speech before HEARD seconds of it: an answer that early still belongs to the pause.
+        inside = [t for t in decided if seg.start + (HEARD if i else 0.0) + _EPS < t.ended < seg.end - _EPS]
+        after = [t for t in decided if seg.end - _EPS <= t.ended < until + HEARD]
         hits = inside or after
         hit: Turn | None = hits[0] if hits else None
         if inside or (after and not seg.turn_end):
             outcome = "cut-off"
-        elif after:
+        elif after and after[0].ended < until:
             outcome = "found"
         else:
-            outcome = "missed" if seg.turn_end else "held"
+            outcome = "missed" if seg.turn_end else "held"  # an end answered after the caller went on: missed
         latency = None if hit is None else round(hit.ended - seg.end, 6)
         recovered = outcome == "cut-off" and hit is not None and (
             bool(inside) or (resumed is not None and resumed < hit.ended + bot_delay - _EPS)

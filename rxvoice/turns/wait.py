@@ -119,7 +119,7 @@ class WaitModel:
 
 DEFAULT_WAIT = WaitModel(
     bias=-0.565, audio=0.06, words=1.214, reading=-0.901, length=0.558, words_cap=3.0, pause_median=0.74,
-    pause_shape=3.25, reading_median=0.82, rhythm=1.5, threshold=2.0, max_wait=1.4,
+    pause_shape=3.25, reading_median=0.82, rhythm=1.5, threshold=2.0, max_wait=1.3,
 )
 """The fitted model the recommended setup uses."""
 
