@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} pauses ({int(y.sum())} turn ends); logistic {np.round(w, 3)}; "
           f"pauses: median {m:.2f} s, in readings {mr:.2f} s, shape {shape:.2f}")
     chosen, best = None, math.inf
-    for max_wait in (1.2, 1.4, 1.6, 2.0, 2.5):
+    for max_wait in (1.2, 1.3, 1.4, 1.6, 2.0):
         for threshold in np.arange(-1.0, 5.01, 0.1):
             candidate = replace(model, threshold=round(float(threshold), 2), max_wait=max_wait)
             out = simulate(candidate, rows, signal)

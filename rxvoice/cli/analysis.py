@@ -114,7 +114,7 @@ class Setup:
         realtime: pace the run with the wall clock on asyncio (Smart Turn at its real speed;
             ``model_latency`` is then not used).
         overrides: ``(name, value)`` pairs: VAD parameters (``stop_secs``, ``min_volume``, ...)
-            and stop-strategy parameters (``unsure_timeout``, ...) to use instead of the defaults.
+            and stop-strategy parameters (``patience``, ...) to use instead of the defaults.
     """
 
     vad: str = "silero"

@@ -97,7 +97,7 @@ transcript's finals --stt-delay seconds after each segment.
 
 Examples:
   rxvoice eval calls/
-  rxvoice eval calls/ turns/ --sweep unsure_timeout=0.6,0.8,1.0 --plot tradeoff.png
+  rxvoice eval calls/ turns/ --sweep patience=0.5,1,2 --plot tradeoff.png
   rxvoice eval calls/ --set stop_secs=0.12 --json
   rxvoice eval calls/ --words stop-each --bot-delay 0.8
   rxvoice eval calls/ --sweep patience=0.5,1,1.5,2 --plot tradeoff.png

@@ -89,7 +89,12 @@ class WaitModel:
             down as they go); outside one, a pause as long as that longest one.
         threshold: the log-odds at which the turn is answered (``patience`` 1).
         max_wait: no silence is waited through longer than this (s), unless the
-            speaker's own rhythm says more: then ``1.5`` times their expected pause.
+            speaker's own rhythm says more (then ``1.5`` times their expected pause),
+            or the audio and the words agree that more is coming (then ``hold_wait``).
+        hold_audio: the audio model's probability under which it says "incomplete" with confidence.
+        hold_words: the words' end probability under which they say "incomplete".
+        hold_wait: the bound when both say so (the audio's confident "incomplete" is not
+            overridden by a short bound; the words alone never extend it).
     """
 
     bias: float = 0.0
@@ -104,13 +109,16 @@ class WaitModel:
     rhythm: float = 1.2
     threshold: float = 1.0
     max_wait: float = 2.5
+    hold_audio: float = 0.1
+    hold_words: float = 0.3
+    hold_wait: float = 2.5
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise ConfigurationError(f"WaitModel.{f.name} must be a finite number, got {value!r}")
-        for name in ("pause_median", "pause_shape", "reading_median", "max_wait"):
+        for name in ("pause_median", "pause_shape", "reading_median", "max_wait", "hold_wait"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"WaitModel.{name} must be > 0, got {getattr(self, name)!r}")
         if self.words_cap < 0 or self.rhythm < 0:
@@ -184,7 +192,13 @@ def needed_silence(model: WaitModel, evidence: Evidence, patience: float = 1.0) 
     if gap <= 0.0:
         return 0.0
     pause = expected_pause(model, evidence)
-    cap = max(model.max_wait, 1.5 * pause) if evidence.reading and evidence.longest_pause > 0 else model.max_wait
+    cap = model.max_wait
+    if evidence.reading and evidence.longest_pause > 0:
+        cap = max(cap, 1.5 * pause)
+    words = evidence.words
+    if (evidence.audio is not None and evidence.audio < model.hold_audio and words.weight > 0
+            and words.probability < model.hold_words):
+        cap = max(cap, model.hold_wait)
     if gap > 50.0:
         return cap
     seconds = pause * math.expm1(gap) ** (1.0 / model.pause_shape)
