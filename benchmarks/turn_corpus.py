@@ -402,11 +402,12 @@ def call_spec(index: int, seed: int) -> CallSpec:
 
 
 def _speak(text: str, spec: CallSpec, tmp: Path) -> np.ndarray:
+    # sox -D: no dither (its dither is random; the corpus must be the same bytes every time)
     raw, trimmed = tmp / "raw.wav", tmp / "trim.wav"
     spoken = text.replace(",", " ,")  # espeak pauses at a comma: keep it, the timeline is what is labelled
     subprocess.run(["espeak-ng", "-v", spec.voice, "-s", str(spec.wpm), "-p", str(spec.pitch), "-w", str(raw),
                     spoken], check=True, capture_output=True)
-    subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(trimmed),
+    subprocess.run(["sox", "-D", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(trimmed),
                     "silence", "1", "0.01", "0.5%", "reverse", "silence", "1", "0.01", "0.5%", "reverse"],
                    check=True, capture_output=True)
     return _read(trimmed)
@@ -437,7 +438,7 @@ def _pink(n: int, rng: np.random.Generator) -> np.ndarray:
 def _telephone(samples: np.ndarray, tmp: Path) -> np.ndarray:
     src, dst = tmp / "wide.wav", tmp / "band.wav"
     _write(src, samples)
-    subprocess.run(["sox", str(src), str(dst), "sinc", "300-3400", "rate", "8000", "rate", str(RATE)],
+    subprocess.run(["sox", "-D", str(src), str(dst), "sinc", "300-3400", "rate", "8000", "rate", str(RATE)],
                    check=True, capture_output=True)
     out = _read(dst)[: len(samples)]
     return np.pad(out, (0, len(samples) - len(out)))
