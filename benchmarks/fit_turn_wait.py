@@ -131,7 +131,10 @@ def simulate(model: WaitModel, rows: list[dict[str, Any]], signal: TrigramWordsE
                 if after >= answer + BOT_DELAY:
                     audible += 1
     latencies.sort()
-    q = (lambda f: latencies[min(len(latencies) - 1, int(f * len(latencies)))] if latencies else math.nan)
+
+    def q(f: float) -> float:
+        return latencies[min(len(latencies) - 1, int(f * len(latencies)))] if latencies else math.nan
+
     return {"found": found / ends, "cut": cut / mids, "audible": audible / mids, "p50": q(0.5), "p90": q(0.9)}
 
 

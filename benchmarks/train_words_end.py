@@ -23,7 +23,6 @@ import argparse
 import json
 import math
 import re
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 

@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ._seconds import MAX_SECONDS as _MAX_SECONDS
+from ._seconds import check_seconds
 from .errors import InvalidAudioError, InvalidFrameFieldError, InvalidToolCallError, InvalidTranscriptError
 from .text.blank import is_blank, repair_surrogates
 
@@ -143,7 +145,7 @@ UP = Direction.UPSTREAM
 """Shorthand for ``Direction.UPSTREAM``: back towards the input (bot speaking, tool re-runs, summaries)."""
 
 
-MAX_SECONDS = 86_400.0
+MAX_SECONDS = _MAX_SECONDS
 """The longest duration a frame may carry (seconds): one day. Longer ones overflow timers and mean nothing."""
 
 _MAX_TIMESTAMP = 1e11
@@ -160,11 +162,7 @@ def _seconds(frame: object, name: str, *, positive: bool = False, limit: float =
     t = type(value)
     if (t is float or t is int) and (value > 0.0 if positive else value >= 0.0) and value <= limit:
         return
-    if not isinstance(value, int | float) or isinstance(value, bool) or not (
-        math.isfinite(value) and (value > 0 if positive else value >= 0) and value <= limit
-    ):
-        kind = "> 0" if positive else ">= 0"
-        raise _field_error(frame, name, f"a number of seconds {kind} and at most {limit:g}", value)
+    check_seconds(value, f"{type(frame).__name__}.{name}", positive=positive, high=limit, error=InvalidFrameFieldError)
 
 
 def _count(frame: object, name: str, minimum: int) -> None:
@@ -564,9 +562,27 @@ def _check_text(frame: TextFrame) -> None:
             object.__setattr__(frame, "text", repaired)
 
 
+def _check_text_flags(frame: TextFrame) -> None:
+    """The three flags of every text frame are real bools (``skip_tts`` may be None): ``"no"`` is not false.
+
+    Built per token and per spoken word, so the common case is three identity tests.
+    """
+    skip: object = frame.skip_tts  # what a caller passed, whatever the annotation says
+    spaces: object = frame.includes_inter_frame_spaces
+    append: object = frame.append_to_context
+    if (spaces is True or spaces is False) and (append is True or append is False) and (
+        skip is None or skip is True or skip is False
+    ):
+        return
+    _flag(frame, "skip_tts", optional=True)
+    _flag(frame, "includes_inter_frame_spaces")
+    _flag(frame, "append_to_context")
+
+
 def _check_transcript(frame: TextFrame) -> None:
     """A text frame, and a transcript with nothing visible in it carries ``""`` (it holds no words)."""
     _check_text(frame)
+    _check_text_flags(frame)
     text = frame.text
     if text and is_blank(text):
         object.__setattr__(frame, "text", "")
@@ -588,6 +604,7 @@ class TextFrame(DataFrame):
 
     def __post_init__(self) -> None:
         _check_text(self)
+        _check_text_flags(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -616,6 +633,9 @@ class TranscriptionFrame(TextFrame):
 
     def __post_init__(self) -> None:
         _check_transcript(self)
+        finalized: object = self.finalized
+        if finalized is not True and finalized is not False:
+            _flag(self, "finalized")
 
 
 @dataclass(frozen=True, slots=True)
@@ -679,6 +699,7 @@ class TTSSpeakFrame(DataFrame):
 
     def __post_init__(self) -> None:
         _check_text(self)  # type: ignore[arg-type]
+        _flag(self, "append_to_context")
 
 
 @dataclass(frozen=True, slots=True)
@@ -745,6 +766,7 @@ class LLMThoughtTextFrame(DataFrame):
 
     def __post_init__(self) -> None:
         _check_text(self)  # type: ignore[arg-type]
+        _flag(self, "includes_inter_frame_spaces")
 
 
 @dataclass(frozen=True, slots=True)
@@ -765,6 +787,9 @@ class LLMMarkerFrame(DataFrame):
 
     marker: str
     append_to_context_immediately: bool = True
+
+    def __post_init__(self) -> None:
+        _flag(self, "append_to_context_immediately")
 
 
 # --------------------------------------------------------------------------
@@ -800,6 +825,9 @@ class LLMMessagesAppendFrame(DataFrame):
     messages: Sequence[Mapping[str, Any]]
     run_llm: bool | None = None
 
+    def __post_init__(self) -> None:
+        _flag(self, "run_llm", optional=True)
+
 
 @dataclass(frozen=True, slots=True)
 class LLMMessagesUpdateFrame(DataFrame):
@@ -826,6 +854,9 @@ class LLMMessagesTransformFrame(DataFrame):
 
     transform: Callable[[list[dict[str, Any]]], Sequence[Mapping[str, Any]]]
     run_llm: bool | None = None
+
+    def __post_init__(self) -> None:
+        _flag(self, "run_llm", optional=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1105,6 +1136,7 @@ class TurnMetricsData:
     e2e_processing_time_ms: float = 0.0
 
     def __post_init__(self) -> None:
+        _flag(self, "is_complete")
         p, ms = self.probability, self.e2e_processing_time_ms
         if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p):
             raise InvalidFrameFieldError(f"probability must be finite, got {p!r}")

@@ -19,11 +19,11 @@ result that falls in the kept tail).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from ._seconds import check_seconds
 from .context import IN_PROGRESS, FrozenDict, Messages, estimate_message_tokens, estimate_text_tokens, user_message
 from .errors import ConfigurationError, SummarizationError
 
@@ -113,11 +113,7 @@ class SummaryConfig:
             raise ConfigurationError(
                 f"summary_message_template must be a string containing {{summary}}, got {template!r}"
             )
-        timeout = self.summarization_timeout
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or (
-            timeout <= 0
-        ):
-            raise ConfigurationError(f"summarization_timeout must be a number of seconds > 0, got {timeout!r}")
+        check_seconds(self.summarization_timeout, "summarization_timeout", positive=True)
         if self.llm is not None and not callable(self.llm) and not callable(getattr(self.llm, "duplex", None)):
             # A stage is recognized by its duplex method here (this module sits below the pipeline); the
             # summarizer checks it is a real Stage when it asks it.

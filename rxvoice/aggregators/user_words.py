@@ -147,11 +147,7 @@ class UserWords:
         return self.whole, self.user_id, self.started_at
 
     def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
-        if self.rejoin is not None:  # reopened, and nothing more was said: ask again for the answer it lost
-            old, self.rejoin = self.rejoin, None
-            if self.port.write(lambda c: c.reopen_user_message(old, old)):
-                self.port.emit_context(DOWN)
-            self.message = old
+        self._ask_again()
         had_words = bool(self.whole)
         if had_words:
             self.recoveries = 0
@@ -192,15 +188,34 @@ class UserWords:
         self.recoveries += 1
         return True
 
+    def _ask_again(self) -> None:
+        """A reopened turn closes with nothing more said: the unheard reply goes, the answer it lost is asked again."""
+        if self.rejoin is None:
+            return
+        old, self.rejoin = self.rejoin, None
+        if self.port.write(lambda c: c.reopen_user_message(old, old)):
+            self.port.emit_context(DOWN)
+        self.message = old
+
     def ended(self, now: float) -> None:
+        self._ask_again()  # the session ends on a reopened turn: it is answered, nothing of the cut reply stays
         self.whole = ""
         self.started_at = None
         self.message = self.last = self.rejoin = None
 
 
+_NOTES = frozenset({"developer", "system"})
+"""Messages an app writes beside the turn (a developer note): not an answer to it."""
+
+
 def _answer_unwritten(messages: Sequence[Any], message: str) -> bool:
-    """Whether ``message`` is still the last message of the conversation (nothing answered it yet)."""
+    """Whether ``message`` is still the last user message and nothing answered it yet.
+
+    An assistant or tool message after it is an answer; an app's notes
+    (developer, system) and provider-specific messages (a thought) are not.
+    """
     for m in reversed(messages):
-        if isinstance(m, dict):  # a provider-specific message (a thought) is not an answer
-            return bool(m.get("role") == "user" and m.get("content") == message)
+        if not isinstance(m, dict) or m.get("role") in _NOTES:
+            continue
+        return bool(m.get("role") == "user" and m.get("content") == message)
     return False

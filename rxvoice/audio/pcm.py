@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidAudioError
+from ..turns.analyzer import downmix_pcm16 as downmix_pcm16  # the one downmix (the end-of-turn stream's)
 
 __all__ = [
     "FLOAT_HEADROOM",
@@ -97,38 +98,6 @@ def float_to_pcm16(samples: NDArray[np.floating[Any]]) -> bytes:
     """
     scaled = np.rint(np.asarray(samples, dtype=np.float64) * INT16_SCALE)
     return np.clip(scaled, -32768, 32767).astype("<i2").tobytes()
-
-
-def downmix_pcm16(pcm: bytes | bytearray | memoryview, num_channels: int) -> bytes:
-    """Interleaved 16-bit PCM of ``num_channels`` channels as mono 16-bit PCM.
-
-    The channels of each frame are averaged and rounded to the nearest
-    integer (halves to even), so the result stays in range; mono input comes
-    back as the same bytes. This is what the end-of-turn stream is fed with
-    stereo input (it keeps 16-bit PCM); the analyzers' own conversion,
-    :func:`to_float32_mono`, averages in float32 without rounding.
-
-    Raises:
-        InvalidAudioError: ``num_channels`` is not an int from 1 to 32, or the
-            bytes are not a whole number of frames.
-    """
-    if isinstance(num_channels, bool) or not isinstance(num_channels, int) or not (
-        1 <= num_channels <= _MAX_CHANNELS
-    ):
-        raise InvalidAudioError(
-            f"num_channels must be an int from 1 to {_MAX_CHANNELS}, got {num_channels!r}"
-        )
-    if isinstance(pcm, memoryview) and pcm.itemsize != 1:
-        pcm = pcm.cast("B")
-    if len(pcm) % (2 * num_channels):
-        raise InvalidAudioError(
-            f"{len(pcm)} bytes is not a whole number of {num_channels}-channel "
-            f"16-bit frames ({2 * num_channels} bytes each)"
-        )
-    if num_channels == 1:
-        return bytes(pcm)
-    frames = np.frombuffer(pcm, dtype="<i2").reshape(-1, num_channels)
-    return bytes(np.rint(frames.mean(axis=1)).astype("<i2").tobytes())
 
 
 def to_float32_mono(

@@ -6,7 +6,10 @@ and ``VADUserStoppedSpeakingFrame`` (both ways, so stages before it hear them
 too) and a ``UserSpeakingFrame`` heartbeat at most every
 ``speech_activity_period`` seconds. When audio stops arriving mid-speech (a
 microphone muted mid-utterance), speech is taken to have stopped after
-``audio_idle_timeout`` seconds.
+``audio_idle_timeout`` seconds. A watch that fires late (the server was busy,
+and the audio that arrived meanwhile is still unread) looks again
+:data:`LATE_SLACK` seconds later instead: only a silent microphone ends the
+speech, never a stalled server.
 
 With a :class:`VADBatcher`, the Silero calls of every session sharing it are
 made together, one model call per scheduler tick: the verdict then comes out
@@ -48,6 +51,12 @@ from .vad.silero import SileroVADAnalyzer, analyze_batch
 __all__ = ["VADBatcher", "VADProcessor"]
 
 SPEAKING = VADState.SPEAKING
+
+LATE_SLACK = 0.25
+"""Seconds past its deadline after which the audio-idle watch takes itself to have fired late (a stalled
+server, not a silent microphone) and looks again this long later instead of ending the speech."""
+LATE_CHECKS = 8
+"""How many times in a row a late watch looks again before it decides anyway."""
 
 log = logging.getLogger("rxvoice.audio.vad")
 
@@ -139,6 +148,8 @@ class _VADSession:
         self.state = VADControllerState()
         self.converter = AudioConverter(self.analyzer)
         self.idle: Deadlines[str] = Deadlines(port, self._audio_idle)  # one lazy timer, moved by every chunk
+        self.idle_due = 0.0
+        self.late_checks = 0
         self.closed = False
 
     # -- frames --------------------------------------------------------------------------
@@ -239,9 +250,18 @@ class _VADSession:
         timeout = self.settings.audio_idle_timeout
         if timeout > 0:
             self.idle.arm("audio", timeout, now)
+            self.idle_due = now + timeout
+            self.late_checks = 0
 
     def _audio_idle(self, _key: str, now: float) -> None:
         if self.closed:
+            return
+        if now - self.idle_due > LATE_SLACK and self.late_checks < LATE_CHECKS:
+            # The watch fired late: the server itself was behind, and audio that arrived meanwhile may
+            # still be waiting to be read. Look again once that backlog is in (it moves the deadline).
+            self.late_checks += 1
+            self.idle.arm("audio", LATE_SLACK, now)
+            self.idle_due = now + LATE_SLACK
             return
         self.state, decision = vad_audio_idle(self.state, now, self.settings)
         self.apply(decision, now)

@@ -12,7 +12,9 @@
     rxvoice serve [--host 127.0.0.1] [--port 8765] [--stt ...] [--tts ...] [--stop smart-turn|speech-timeout]
 
 Bad input never ends in a traceback: it is one line on stderr,
-``rxvoice: error: ...``, and exit status 1 (2 for a bad command line).
+``rxvoice: error: ...``, and exit status 2 for a bad command line (an unknown
+option, a value out of range, options that do not go together), 1 for
+anything else (a file that cannot be read, a missing model or package).
 ``RXVOICE_DEBUG=1`` shows the traceback of an unexpected failure.
 """
 
@@ -29,7 +31,7 @@ from typing import NoReturn, TextIO
 
 from .. import __version__
 from ..errors import RxVoiceError
-from ._common import CLIError
+from ._common import CLIError, UsageError
 
 __all__ = ["main"]
 
@@ -81,6 +83,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         return status
     except _Usage as exc:
         print(f"rxvoice: error: {exc}", file=err)
+        return EXIT_USAGE
+    except UsageError as exc:
+        print(f"rxvoice: error: {_one_line(str(exc))}", file=err)
         return EXIT_USAGE
     except (CLIError, RxVoiceError) as exc:
         print(f"rxvoice: error: {_one_line(str(exc))}", file=err)

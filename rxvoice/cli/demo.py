@@ -24,8 +24,10 @@ from ..context import ContextSnapshot, LLMContext
 from ..errors import InvalidTranscriptError
 from ..testing import Reply, Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .analysis import Analysis, BotReply, Observation, Setup, Turn, Verdict, analyze
+from .observations import BotReply, Observation, Turn, Verdict
 from .report import describe_setup
+from .runner import Analysis, analyze
+from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, stop_strategy
 from .turns import add_common_options
 from .wav import Recording, read_wav
 
@@ -93,6 +95,8 @@ class _Printer:
             self.line(o.ended, "user", f'"{o.text}"')
             after = "" if o.latency is None else f"{o.latency:.2f} s after speech stopped: "
             flag = "  << cut off mid-sentence" if o.premature else ""
+            if o.recovered_from is not None:
+                flag += f"  (reopens turn {o.recovered_from}: the caller went on before the bot spoke)"
             self.line(o.ended, "", f"turn {o.index} ended {after}{o.reason}{flag}")
         elif isinstance(o, BotReply):
             self.line(o.time, "bot", f'"{o.text}"')
@@ -136,19 +140,19 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = None
     if args.no_smart_turn:
         fallback_reason = "--no-smart-turn"
-        why = "a speech timeout (SpeechTimeoutStop), falling back because --no-smart-turn was given"
+        because = "falling back because --no-smart-turn was given"
     else:
         choice = choose_model(args.model)
         model, fallback_reason = choice.path, choice.problem
         if model is not None:
-            why = f"Smart Turn v3.2 (TurnAnalyzerStop), because its model was found via {choice.source} ({model})"
+            because = f"because its model was found via {choice.source} ({model})"
         else:
-            why = (f"a speech timeout (SpeechTimeoutStop), falling back because: {fallback_reason}; "
-                   "`rxvoice model install` gets it")
+            because = f"falling back because: {fallback_reason}; `rxvoice model install` gets it"
     setup = Setup(
-        stop="smart-turn" if model is not None else "speech-timeout", model=model, stt_delay=args.stt_delay,
+        stop=DEFAULT_SETUP if model is not None else FALLBACK_SETUP, model=model, stt_delay=args.stt_delay,
         model_latency=args.model_latency, tail=1.5, realtime=args.realtime,
     )
+    why = f"{setup.named.title} ({stop_strategy(setup).name}), {because}"
     with _demo_files() as (wav, words):
         recording: Recording = read_wav(wav)
         try:

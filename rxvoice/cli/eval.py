@@ -45,10 +45,21 @@ import numpy as np
 
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Segment, Transcript, load_transcript
-from ._common import CLIError, choose_model
-from .analysis import STOP_CHOICES, VAD_CHOICES, Analysis, Setup, Turn, analyze, check_transcript
-from .analysis import _stop_strategy as stop_strategy
+from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model, positive_int
+from .observations import Turn
 from .progress import Progress
+from .runner import Analysis, analyze
+from .score import check_transcript
+from .setups import (
+    DEFAULT_SETUP,
+    FALLBACK_SETUP,
+    VAD_CHOICES,
+    Setup,
+    named_setup,
+    setup_names,
+    stop_help,
+    stop_strategy,
+)
 from .wav import RATE, Recording, read_wav
 
 __all__ = [
@@ -455,15 +466,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="WAVs with transcripts beside them, or folders")
-    p.add_argument("--stop", choices=STOP_CHOICES, default="smart-turn",
-                   help="the setup: smart-turn (the recommended one, default), smart-turn-only "
-                        "(the model's verdicts alone) or speech-timeout")
+    p.add_argument("--stop", choices=setup_names(), default=DEFAULT_SETUP, help=stop_help(DEFAULT_SETUP))
     p.add_argument("--vad", choices=VAD_CHOICES, default="silero", help="the VAD (default silero)")
     p.add_argument("--stt-delay", type=_nonneg, default=0.3, metavar="S",
                    help="finals arrive S seconds after each segment ends (default 0.3)")
     p.add_argument("--model-latency", type=_nonneg, default=0.05, metavar="S",
                    help="virtual seconds a Smart Turn verdict takes (default 0.05)")
-    p.add_argument("--model", metavar="PATH", help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL)")
+    p.add_argument("--model", metavar="PATH", help=MODEL_HELP)
     p.add_argument("--set", type=_assignment, action="append", default=[], metavar="NAME=V", dest="fixed",
                    help="a VAD or stop-strategy parameter (e.g. stop_secs=0.12); repeatable")
     p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="NAME=a,b,c",
@@ -480,7 +489,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="a labels.csv 'incomplete' utterance is cut off if answered within S s (default 1.0)")
     p.add_argument("--tail", type=_nonneg, default=4.0, metavar="S",
                    help="seconds of silence played after each recording (default 4)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="recordings analysed in parallel (processes)")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="recordings analysed in parallel, in processes (default 1)")
     p.add_argument("--plot", metavar="OUT.png", help="write the cut-offs-against-latency curve as a PNG")
     p.add_argument("--detail", action="store_true", help="list every pause")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -492,7 +502,7 @@ def _setups(args: argparse.Namespace, model: Path | None) -> list[tuple[Setup, d
     fixed = dict(args.fixed)
     names = [name for name, _ in args.sweep]
     if len(set(names)) != len(names):
-        raise CLIError("--sweep: give each parameter once")
+        raise UsageError("--sweep: give each parameter once")
     grid = list(itertools.product(*(values for _, values in args.sweep))) or [()]
     out: list[tuple[Setup, dict[str, float]]] = []
     for combo in grid:
@@ -626,7 +636,6 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     fig.suptitle(title or f"rxvoice eval: {runs[0].setup.stop}", fontsize=11)
     fig.tight_layout()
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=110)
     except OSError as exc:
         raise CLIError(f"--plot {out}: {exc.strerror or exc}") from None
@@ -646,18 +655,16 @@ def _words_mode(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Evaluate, print, plot."""
-    if args.plot is not None and not args.plot.lower().endswith(".png"):
-        raise CLIError(f"--plot {args.plot}: give a .png file name")
-    if args.jobs < 1:
-        raise CLIError("--jobs must be 1 or more")
-    items = find_items(args.paths, resume_after=args.resume_after)
+    check_plot(args.plot)
     model: Path | None = None
-    if args.stop != "speech-timeout":
+    if named_setup(args.stop).needs_model:
         choice = choose_model(args.model)
         if choice.path is None:
-            raise CLIError(f"{choice.problem}; install it with `rxvoice model install`, or use --stop speech-timeout")
+            raise CLIError(f"{choice.problem}; install it with `rxvoice model install`, "
+                           f"or use --stop {FALLBACK_SETUP}")
         model = choice.path
-    setups = _setups(args, model)
+    setups = _setups(args, model)  # the parameters checked before any recording is read
+    items = find_items(args.paths, resume_after=args.resume_after)
     progress = Progress(len(items) * len(setups), err, force=args.progress)
     runs = evaluate(items, setups, words=_words_mode(args), bot_delay=args.bot_delay, jobs=args.jobs,
                     on_step=progress.step)

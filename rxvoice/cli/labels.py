@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._common import CLIError
-from .analysis import Analysis
+from .runner import Analysis
 
 __all__ = ["LABELS_FILE", "LABEL_VALUES", "Label", "LabelVerdict", "LabelsSummary", "judge", "read_labels",
            "summarize"]

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from ._common import CLIError, signed
-from .analysis import Analysis, Words
+from .observations import Words
 from .report import describe_setup, ignored_verdicts, no_speech_reason
+from .runner import Analysis
 from .wav import RATE
 
 __all__ = ["fit_label", "plot_timeline", "timeline_figure"]
@@ -62,7 +63,6 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
     plt = _pyplot()
     fig = timeline_figure(analysis)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=110)
     except OSError as exc:
         raise CLIError(f"cannot write the plot to {out}: {exc.strerror or exc}") from None
@@ -74,7 +74,7 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
 def timeline_figure(analysis: Analysis) -> Any:
     """The timeline as a matplotlib ``Figure`` (the caller closes it).
 
-    The Smart Turn row is drawn only when Smart Turn ran (``stop="smart-turn"``).
+    The Smart Turn row is drawn only when Smart Turn ran (a setup that needs the model).
 
     Raises:
         CLIError: matplotlib is missing.
@@ -83,7 +83,7 @@ def timeline_figure(analysis: Analysis) -> Any:
     a = analysis
     samples = a.recording.samples.astype(np.float32) / 32768.0
     end = max(a.recording.duration, *(t.ended for t in a.turns), 0.1) + 0.3
-    smart_turn = a.setup.stop == "smart-turn"
+    smart_turn = a.setup.named.needs_model
     panels = 3 if smart_turn else 2
     ratios = [2.2, 1.2, 1.2][:panels]
     fig, axes = plt.subplots(

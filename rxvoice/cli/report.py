@@ -19,7 +19,8 @@ JSON (``rxvoice turns --json``), schema version 1::
         "words": [{"time", "text"}],           # what the STT delivered, when
         "verdicts": [{"time", "complete", "probability"}],   # Smart Turn, at each pause
         "turns": [{"index", "started", "ended", "strategy", "cause", "reason",
-                   "speech_end", "latency", "text", "probability", "premature"}],
+                   "speech_end", "latency", "text", "probability", "premature",
+                   "reopened", "recovered_from"}],     # recovered_from: the turn it reopened
         "labels": null or {"turn_ends", "found", "premature", "missed", "missed_at": [s],
                            "latency_median", "latency_max"},
         "label": null or {"expected", "verdict", "correct", "cut_off_at", "probability",
@@ -43,8 +44,11 @@ from typing import Any
 import numpy as np
 
 from ._common import secs
-from .analysis import Analysis, Score, Setup, SpeechStarted, Turn, Verdict, Words
 from .labels import LabelsSummary, LabelVerdict, summarize
+from .observations import SpeechStarted, Turn, Verdict, Words
+from .runner import Analysis
+from .score import Score
+from .setups import Setup
 from .wav import RATE
 
 __all__ = [
@@ -167,14 +171,7 @@ def _r(value: float | None) -> float | None:
 def describe_setup(setup: Setup) -> str:
     """One line: VAD, stop strategy, STT and model timing."""
     vad = f"VAD {setup.vad} (stops after {setup.vad_params.stop_secs:g} s of silence)"
-    if setup.stop == "smart-turn":
-        model = setup.model.name if setup.model else "?"
-        timing = "real model latency" if setup.realtime else f"verdicts take {setup.model_latency * 1000:.0f} ms"
-        stop = f"turn end: Smart Turn ({model}; {timing})"
-    else:
-        quiet = setup.vad_params.stop_secs + setup.speech_timeout
-        stop = f"turn end: speech timeout ({quiet:.1f} s of silence)"
-    return f"{vad} · {stop} · STT finals {setup.stt_delay:g} s after speech"
+    return f"{vad} · {setup.named.describe(setup)} · STT finals {setup.stt_delay:g} s after speech"
 
 
 def score_line(score: Score) -> str:
@@ -205,11 +202,26 @@ def _turn_lines(turn: Turn) -> list[str]:
     if turn.latency is not None and turn.latency < 0:
         after = f", {-turn.latency:.2f} s BEFORE speech ended"
     flag = "  << CUT OFF mid-sentence" if turn.premature else ""
-    return [
+    lines = [
         f"  turn {turn.index}  {turn.started:6.2f} → {turn.ended:6.2f} s{after}{flag}",
         f"          decided by {turn.strategy or '(none)'}: {turn.reason}",
-        f"          {_quote(turn.text)}",
     ]
+    if turn.recovered_from is not None:
+        lines.append(f"          reopens turn {turn.recovered_from}: the user went on before the bot spoke, "
+                     "so its words are repeated here (one message in the conversation)")
+    lines.append(f"          {_quote(turn.text)}")
+    return lines
+
+
+def _turn_count(turns: Sequence[Turn]) -> str:
+    """``3 user turns``, and how many reopened the one before (a false end undone)."""
+    reopened = sum(t.reopened for t in turns)
+    line = f"{len(turns)} user turns"
+    if reopened:
+        kept = len(turns) - reopened
+        line += (f" ({reopened} reopened the turn before it after a false end: {kept} "
+                 f"{'turn' if kept == 1 else 'turns'} in the conversation)")
+    return line
 
 
 def _quote(text: str, width: int = 100) -> str:
@@ -240,7 +252,7 @@ def detail(result: FileResult) -> str:
     lines += [f"  converted: {c}" for c in rec.conversions]
     lines += [f"  warning: {w}" for w in rec.warnings]
     turns = a.turns
-    lines.append(f"  {len(a.speech)} stretches of speech, {len(turns)} user turns")
+    lines.append(f"  {len(a.speech)} stretches of speech, {_turn_count(turns)}")
     reason = no_speech_reason(a)
     if reason is not None:
         lines.append(f"  no speech heard in {reason}")
@@ -276,12 +288,8 @@ def _accuracy_line(s: LabelsSummary) -> str:
 def _causes(turns: Sequence[Turn]) -> str:
     parts = []
     for t in turns:
-        if t.cause == "model" and t.probability is not None:
-            parts.append(f"model {t.probability:.2f}")
-        elif t.cause == "fallback":
-            parts.append("3 s fallback")
-        else:
-            parts.append(t.cause)
+        part = f"model {t.probability:.2f}" if t.cause == "model" and t.probability is not None else t.cause
+        parts.append(f"{part} (reopened)" if t.reopened else part)
     return ", ".join(parts) or "-"
 
 
@@ -388,6 +396,8 @@ def _analysis_json(a: Analysis) -> dict[str, Any]:
                 "text": t.text,
                 "probability": None if t.probability is None else round(t.probability, 4),
                 "premature": t.premature,
+                "reopened": t.reopened,
+                "recovered_from": t.recovered_from,
             }
             for t in a.turns
         ],

@@ -62,9 +62,9 @@ from ..services.stt import (
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
-from ._common import CLIError
-from .analysis import Setup, _stop_strategy
-from .turns import make_setup
+from ._common import MODEL_HELP, CLIError, need_module, port_number
+from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, setup_names, stop_help, stop_strategy
+from .turns import make_setup, seconds_between
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
 
@@ -73,6 +73,14 @@ log = logging.getLogger("rxvoice.cli.serve")
 STT_CHOICES = ("pocketsphinx", "openai", "none")
 TTS_CHOICES = ("espeak", "openai", "paced")
 SYSTEM_PROMPT = "You are a friendly voice assistant. Answer in one or two short sentences."
+DESCRIPTION = (
+    "Talk to a bot in the browser and watch its turn decisions live. A local page captures the microphone; "
+    "per connection the server runs the Silero VAD, speech-to-text, the user aggregator with the stop strategy "
+    "of --stop, the scripted model (or an OpenAI-compatible one when OPENAI_BASE_URL is set), text-to-speech "
+    "and the assistant aggregator, and the page draws the input level, the VAD confidence, each Smart Turn "
+    "verdict, every turn start and end with its reason and latency, the words and the conversation. Needs the "
+    "serve extra (pip install 'rxvoice[serve]'); PocketSphinx words need the stt extra."
+)
 
 
 def reply_to(snapshot: ContextSnapshot) -> Reply:
@@ -98,7 +106,7 @@ class ServeOptions:
     Attributes:
         stt: ``pocketsphinx``, ``openai`` or ``none`` (placeholders: "(speech N)").
         tts: ``espeak``, ``openai`` or ``paced`` (words only, no audio).
-        stop: ``smart-turn`` or ``speech-timeout`` (as ``rxvoice turns --stop``).
+        stop: a registered setup's name (as ``rxvoice turns --stop``).
         model: The Smart Turn model file (for ``smart-turn``).
         speech_timeout: ``SpeechTimeoutStop.user_speech_timeout``.
         llm: ``scripted`` or ``openai`` (``OPENAI_BASE_URL`` set: ``OPENAI_MODEL``, default gpt-4o-mini).
@@ -108,7 +116,7 @@ class ServeOptions:
 
     stt: str = "pocketsphinx"
     tts: str = "espeak"
-    stop: str = "smart-turn"
+    stop: str = DEFAULT_SETUP
     model: Path | None = None
     speech_timeout: float = 0.6
     llm: str = "scripted"
@@ -124,7 +132,7 @@ class ServeOptions:
     def describe(self) -> dict[str, Any]:
         return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
                 "vad_stop_secs": self.setup.vad_params.stop_secs,
-                "speech_timeout": self.speech_timeout if self.stop == "speech-timeout" else None}
+                "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None}
 
 
 # -- what the page is told ---------------------------------------------------------------------
@@ -157,8 +165,9 @@ class _Watch:
         self.speech_start = 0.0
         self.speech_end = 0.0
         self.speech_end_clock: float | None = None
-        self.verdict: TurnMetricsData | None = None
         self.turns = 0
+        self.reopens: int | None = None
+        self.reopening: int | None = None
         self.level_sum = 0.0
         self.level_n = 0
         self.chunks = 0
@@ -194,13 +203,11 @@ class _Watch:
         t = type(frame)
         if t is VADUserStartedSpeakingFrame:
             self.speech_start = max(0.0, self.t - frame.start_secs)  # type: ignore[attr-defined]
-            self.verdict = None
             self.send("vad", speaking=True, at=round(self.speech_start, 3))
         elif t is VADUserStoppedSpeakingFrame:
             stop = frame.stop_secs  # type: ignore[attr-defined]
             self.speech_end = max(self.speech_start, self.t - stop)
             self.speech_end_clock = self.clock() - stop
-            self.verdict = None
             self.send("vad", speaking=False, at=round(self.speech_end, 3))
         elif t is InterimTranscriptionFrame:
             self.send("interim", text=frame.text)  # type: ignore[attr-defined]
@@ -211,7 +218,6 @@ class _Watch:
         elif t is MetricsFrame:
             for d in frame.data:  # type: ignore[attr-defined]
                 if isinstance(d, TurnMetricsData):
-                    self.verdict = d
                     self.send("verdict", complete=d.is_complete, probability=round(float(d.probability), 4),
                               ms=round(d.e2e_processing_time_ms, 1))
         elif t is TTSTextFrame:
@@ -224,17 +230,29 @@ class _Watch:
     # -- events ----------------------------------------------------------------------
 
     def turn_started(self, _agg: object, _payload: object = None) -> None:
+        self.reopening, self.reopens = self.reopens, None
         self.send("turn_start", index=self.turns + 1)
+
+    def recovered(self, _agg: object, _payload: object = None) -> None:
+        self.reopens = self.turns  # the turn that just ended falsely: the one starting now continues it
 
     def turn_stopped(self, _agg: object, stopped: UserTurnStopped) -> None:
         self.turns += 1
         strategy = getattr(stopped.strategy, "name", None) if stopped.strategy is not None else None
         latency = None if self.speech_end_clock is None else round(self.clock() - self.speech_end_clock, 3)
         index, t = self.turns, self.t
+        # The reason is the one the deciding strategy (or the watchdog) reported: shown as it is.
+        reason = stopped.reason
+        reopened, self.reopening = self.reopening, None
+        message = {"type": "turn_end", "t": t, "index": index, "text": stopped.content, "strategy": strategy,
+                   "reason": reason.text if reason is not None else (strategy or "(no reason given)"),
+                   "cause": reason.kind if reason is not None else "other",
+                   "probability": None if reason is None or reason.probability is None
+                   else round(reason.probability, 4),
+                   "latency": latency, "reopened": reopened is not None, "recovered_from": reopened}
 
         def report() -> None:  # after the step that ended the turn: its verdict has come out by then
-            self.transport.send({"type": "turn_end", "t": t, "index": index, "text": stopped.content,
-                                 "strategy": strategy, "reason": self._reason(strategy, latency), "latency": latency})
+            self.transport.send(message)
 
         loop = self.transport.loop
         if loop is None:
@@ -242,21 +260,6 @@ class _Watch:
         else:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(report)
-
-    def _reason(self, strategy: str | None, latency: float | None) -> str:
-        verdict = self.verdict
-        if strategy is None:
-            return "the stop watchdog (no activity)"
-        if strategy == "TurnAnalyzerStop":
-            if verdict is not None and verdict.is_complete:
-                return f"Smart Turn: complete (p={verdict.probability:.2f})"
-            if latency is not None and latency >= 2.5:
-                return "3 s of silence (Smart Turn's fallback)"
-            return "words without a VAD pause to judge"
-        if strategy == "SpeechTimeoutStop":
-            quiet = self.options.setup.vad_params.stop_secs + self.options.speech_timeout
-            return f"{quiet:.1f} s of silence"
-        return str(strategy)
 
     def bot_turn(self, _agg: object, turn: AssistantTurnStopped) -> None:
         self.send("bot_turn", text=turn.content, interrupted=turn.interrupted)
@@ -367,10 +370,12 @@ def make_stage(options: ServeOptions, transport: Any) -> Stage:
         return watch.analyzer
 
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
-    pair = Pair(context, turns=TurnsConfig(stop=[_stop_strategy(setup)]))
+    pair = Pair(context, turns=TurnsConfig(stop=[stop_strategy(setup)]))
     user, assistant = pair.user(), pair.assistant()
     user.events.on("on_user_turn_started", watch.turn_started)
     user.events.on("on_user_turn_stopped", watch.turn_stopped)
+    if "on_user_turn_recovered" in user.events.names:
+        user.events.on("on_user_turn_recovered", watch.recovered)
     assistant.events.on("on_assistant_turn_stopped", watch.bot_turn)
     subscription = context.snapshots.subscribe(watch.context)
     transport.on_close(subscription.dispose)
@@ -388,7 +393,7 @@ def make_app(options: ServeOptions) -> Any:
     """The aiohttp application of ``rxvoice serve``."""
     from ..transports import voice_app
 
-    _stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
+    stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
     SileroVADAnalyzer(16000).close()
     return voice_app(partial_stage(options), allowed_origins=options.allowed_origins,
                      max_connections=options.max_connections)
@@ -406,21 +411,20 @@ def partial_stage(options: ServeOptions) -> Callable[[Any], Stage]:
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``serve``."""
-    p = sub.add_parser(
-        "serve", help="talk to a bot in the browser and watch its turn decisions live",
-        description=(__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", ""),
-    )
-    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
-    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0: any free port)")
+    p = sub.add_parser("serve", help="talk to a bot in the browser and watch its turn decisions live",
+                       description=DESCRIPTION)
+    p.add_argument("--host", type=_host, default="127.0.0.1",
+                   help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 or :: for all)")
+    p.add_argument("--port", type=port_number, default=8765, help="the port (default 8765; 0: any free port)")
     p.add_argument("--stt", choices=STT_CHOICES,
                    help="speech-to-text (default pocketsphinx when installed, else none: placeholders)")
     p.add_argument("--tts", choices=TTS_CHOICES,
                    help="text-to-speech (default espeak when espeak-ng is installed, else paced words)")
-    p.add_argument("--stop", choices=("smart-turn", "speech-timeout"),
-                   help="what ends a turn (default: smart-turn when the model is found, else speech-timeout)")
-    p.add_argument("--speech-timeout", type=float, default=0.6, metavar="S",
+    p.add_argument("--stop", choices=setup_names(),
+                   help=stop_help(f"{DEFAULT_SETUP} when the Smart Turn model is found, else {FALLBACK_SETUP}"))
+    p.add_argument("--speech-timeout", type=seconds_between(0.0, 10.0), default=0.6, metavar="S",
                    help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
-    p.add_argument("--model", metavar="PATH", help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL, ...)")
+    p.add_argument("--model", metavar="PATH", help=MODEL_HELP)
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                    help="another page allowed to connect (http://host:port); repeatable")
     p.set_defaults(run=run)
@@ -430,6 +434,7 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
     """The options the command line asks for, with defaults filled in from what is installed."""
     import shutil
 
+    need_module("aiohttp", "serve", "rxvoice serve")
     setup = make_setup(argparse.Namespace(  # the builder `rxvoice turns` uses: the same default and errors
         model=args.model, stop=args.stop, vad="silero", stt_delay=0.3, model_latency=0.05,
         speech_timeout=args.speech_timeout, tail=4.0), err)
@@ -451,9 +456,9 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         raise CLIError("--tts espeak needs the espeak-ng program: install the Debian package espeak-ng")
     llm = "openai" if os.environ.get("OPENAI_BASE_URL") else "scripted"
     if (stt == "openai" or tts == "openai" or llm == "openai") and not _has_httpx():
-        raise CLIError("the OpenAI-compatible services need httpx: pip install 'rxvoice[openai]'")
-    if not 0 <= args.port <= 65535:
-        raise CLIError(f"--port {args.port}: give 0..65535")
+        why = "OPENAI_BASE_URL is set: the OpenAI-compatible model" if llm == "openai" else "--stt/--tts openai"
+        raise CLIError(f"{why} needs the httpx package: pip install 'rxvoice[openai]' "
+                       "(from a clone: .venv/bin/pip install -e '.[openai]')")
     return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
                         llm=llm, allowed_origins=tuple(args.allow_origin))
 
@@ -462,6 +467,14 @@ def _has_httpx() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("httpx") is not None
+
+
+def _host(text: str) -> str:
+    """An argparse type: an address or host name to listen on (an empty one would mean every interface, unsaid)."""
+    host = text.strip()
+    if not host:
+        raise argparse.ArgumentTypeError("give an address: 127.0.0.1 (this machine), 0.0.0.0 or :: (every interface)")
+    return host
 
 
 def _loopback(host: str) -> bool:

@@ -4,7 +4,7 @@ A transcript is taken from ``--transcript``, else from ``<name>.transcript.json`
 beside the WAV (``--no-transcript`` ignores it), and replayed as an STT would
 deliver it (``--words``, default ``plain``: lower case, no punctuation);
 without one, the live STT's words (``--stt``) or placeholders made from the
-VAD stand in (see :mod:`rxvoice.cli.analysis`).
+VAD stand in (see :mod:`rxvoice.cli.runner`).
 A ``labels.csv`` beside the recordings (:mod:`rxvoice.cli.labels`) adds each
 file's verdict against its label, and the accuracy.
 """
@@ -19,16 +19,18 @@ from typing import Any, TextIO
 
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Transcript, load_transcript
-from ._common import CLIError, choose_model
-from .analysis import Setup, analyze, check_transcript
+from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model, need_module
 from .eval import WORD_MODES, stt_words
 from .labels import LABELS_FILE, Label, judge, read_labels
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
+from .runner import analyze
+from .score import check_transcript
+from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, named_setup, setup_names, stop_help
 from .transcribe import STT_CHOICES, recognized_words
 from .wav import read_wav
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "make_setup", "run", "seconds_between"]
 
 DESCRIPTION = """\
 Turn analysis of a WAV recording, or of every WAV in a folder: each turn end
@@ -59,7 +61,8 @@ not be analyzed; 2 for a bad command line.
 """
 
 
-def _seconds(low: float, high: float) -> Callable[[str], float]:
+def seconds_between(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: seconds in ``low..high``."""
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -74,12 +77,11 @@ def _seconds(low: float, high: float) -> Callable[[str], float]:
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
     """The timing options ``turns`` and ``demo`` share."""
-    p.add_argument("--stt-delay", type=_seconds(0.0, 10.0), default=0.3, metavar="S",
+    p.add_argument("--stt-delay", type=seconds_between(0.0, 10.0), default=0.3, metavar="S",
                    help="the STT's final transcript arrives S seconds after the speech ends (default 0.3)")
-    p.add_argument("--model-latency", type=_seconds(0.0, 10.0), default=0.05, metavar="S",
+    p.add_argument("--model-latency", type=seconds_between(0.0, 10.0), default=0.05, metavar="S",
                    help="virtual seconds a Smart Turn verdict takes (default 0.05)")
-    p.add_argument("--model", metavar="PATH",
-                   help="the Smart Turn model (default: $RXVOICE_SMART_TURN_MODEL, then the user cache)")
+    p.add_argument("--model", metavar="PATH", help=MODEL_HELP)
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -98,14 +100,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="how a transcript is replayed: plain (default: lower case, no punctuation), "
                         "stop-each (a full stop after every final), as-written (the file's text, for "
                         "comparison only: an annotator's punctuation knows what came next)")
-    p.add_argument("--stop", choices=("speech-timeout", "smart-turn", "smart-turn-only"),
-                   help="what ends a turn: smart-turn (the recommended setup: Smart Turn, the words and the "
-                        "silence), smart-turn-only (the model's verdicts alone), speech-timeout "
-                        "(default: smart-turn when the model is found, else speech-timeout)")
+    p.add_argument("--stop", choices=setup_names(),
+                   help=stop_help(f"{DEFAULT_SETUP} when the Smart Turn model is found, else {FALLBACK_SETUP}"))
     p.add_argument("--vad", choices=("silero", "webrtc"), default="silero", help="the VAD (default silero)")
-    p.add_argument("--speech-timeout", type=_seconds(0.0, 10.0), default=0.6, metavar="S",
+    p.add_argument("--speech-timeout", type=seconds_between(0.0, 10.0), default=0.6, metavar="S",
                    help="silence after the VAD stop that ends a turn with --stop speech-timeout (default 0.6)")
-    p.add_argument("--tail", type=_seconds(0.0, 60.0), default=4.0, metavar="S",
+    p.add_argument("--tail", type=seconds_between(0.0, 60.0), default=4.0, metavar="S",
                    help="seconds of silence played after the recording so its last turn can end (default 4)")
     add_common_options(p)
     p.add_argument("--plot", metavar="OUT.png",
@@ -124,11 +124,11 @@ def make_setup(args: argparse.Namespace, err: TextIO) -> Setup:
     choice = choose_model(args.model)
     stop = args.stop
     if stop is None:
-        stop = "smart-turn" if choice.path is not None else "speech-timeout"
+        stop = DEFAULT_SETUP if choice.path is not None else FALLBACK_SETUP
         if choice.path is None:
-            print(f"note: {choice.problem}: using --stop speech-timeout "
+            print(f"note: {choice.problem}: using --stop {FALLBACK_SETUP} "
                   "(`rxvoice model install` gets it)", file=err)
-    elif stop != "speech-timeout" and choice.path is None:
+    elif named_setup(stop).needs_model and choice.path is None:
         raise CLIError(f"{choice.problem}; `rxvoice model install` gets it")
     return Setup(
         vad=args.vad, stop=stop, model=choice.path, stt_delay=args.stt_delay, model_latency=args.model_latency,
@@ -192,12 +192,12 @@ def _plot(result: FileResult, out: Path) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Analyze, print, plot."""
     path = Path(args.path)
-    if not path.exists():
-        raise CLIError(f"{path}: no such file or folder")
     if path.is_dir():
         return _run_folder(path, args, out, err)
-    if args.plot is not None and not args.plot.lower().endswith(".png"):
-        raise CLIError(f"--plot {args.plot}: give a .png file name")
+    check_plot(args.plot)
+    _check_stt(args)
+    if not path.exists():
+        raise CLIError(f"{path}: no such file or folder")
     setup = make_setup(args, err)
     label = labels_beside(path.parent).get(path.name)
     result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False,
@@ -213,18 +213,23 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _check_stt(args: argparse.Namespace) -> None:
+    """``--stt pocketsphinx`` without its package is refused before any work."""
+    if args.stt == "pocketsphinx":
+        need_module("pocketsphinx", "stt", "--stt pocketsphinx")
+
+
 def _run_folder(folder: Path, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.transcript is not None:
-        raise CLIError(
+        raise UsageError(
             "--transcript names one recording's transcript; in a folder, each <name>.transcript.json "
             "beside its WAV is used"
         )
+    plots = check_plot(args.plot, folder=True)
+    _check_stt(args)
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".wav")
     if not files:
         raise CLIError(f"{folder}: no .wav files in it")
-    plots = Path(args.plot) if args.plot is not None else None
-    if plots is not None and plots.exists() and not plots.is_dir():
-        raise CLIError(f"--plot {args.plot}: for a folder, give a folder to write the PNGs into")
     labels = labels_beside(folder)
     unlisted = sorted(set(labels) - {f.name for f in files})
     if unlisted:

@@ -9,11 +9,11 @@ answers the call with ``ERROR: ...`` so the model can recover.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from .._seconds import optional_seconds
 from ..errors import ConfigurationError
 
 __all__ = ["Function", "FunctionHandler", "as_function", "functions_of"]
@@ -43,13 +43,7 @@ class Function:
     def __post_init__(self) -> None:
         if not callable(self.handler):
             raise ConfigurationError(f"a function handler must be callable, got {self.handler!r}")
-        if self.timeout is not None and (
-            isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float)
-            or not math.isfinite(self.timeout) or self.timeout <= 0
-        ):
-            raise ConfigurationError(
-                f"a function timeout must be a positive number of seconds or None, got {self.timeout!r}"
-            )
+        optional_seconds(self.timeout, "a function timeout", positive=True)
 
 
 def as_function(name: str, spec: Function | FunctionHandler) -> Function:

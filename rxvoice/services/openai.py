@@ -38,7 +38,6 @@ import inspect
 import itertools
 import json
 import logging
-import math
 import os
 import threading
 from collections import deque
@@ -54,6 +53,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from reactivex import abc
 
+from .._seconds import optional_seconds
 from ..context import ContextSnapshot
 from ..errors import ConfigurationError, InvalidToolCallError, ServiceError
 from ..events import EventRegistry
@@ -80,6 +80,7 @@ from ..frames import (
 )
 from ..pipeline.processor import EventfulProcessor, Port
 from ..summarization import format_transcript, messages_to_summarize
+from ._http import split_credentials
 from ._jobs import Job, running_loop, scheduler_loop
 from .chat_stream import ChatStreamDecoder, ToolCallRequest, status_error
 from .functions import Function, FunctionHandler, as_function, functions_of
@@ -100,11 +101,7 @@ _DEVELOPER_ROLES = frozenset({"developer", "system", "user"})
 
 
 def _check_seconds(name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigurationError(f"{name} must be a positive number of seconds or None, got {value!r}")
-    return float(value)
+    return optional_seconds(value, name, positive=True)
 
 
 class OpenAILLM(EventfulProcessor):
@@ -158,8 +155,9 @@ class OpenAILLM(EventfulProcessor):
             raise ConfigurationError(f"OpenAILLM needs a model name, got {model!r}")
         base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         parts = urlsplit(base)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigurationError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {base!r}")
+        root, auth = split_credentials(parts)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {root!r}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key and parts.hostname == "api.openai.com":
             raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
@@ -172,8 +170,10 @@ class OpenAILLM(EventfulProcessor):
         if reserved:
             raise ConfigurationError(f"params may not set {sorted(reserved)}: the stage sends them itself")
         self.model = model
-        self.base_url = base.rstrip("/")
+        self.base_url = root.rstrip("/")  # credentials written in it go as basic auth, never into a log line
         self.url = f"{self.base_url}/chat/completions"
+        self.request_auth: dict[str, Any] = {"auth": httpx.BasicAuth(*auth)} if auth is not None else {}
+        """Extra arguments of each request: basic auth from the base URL's credentials, when it had some."""
         self.params = extra
         self.timeout = _check_seconds("timeout", timeout)
         self.developer_role = developer_role
@@ -386,7 +386,8 @@ class _LLMSession:
         clock = self.port.time
         done = False
         try:
-            async with self._http().stream("POST", llm.url, json=body, headers=llm.headers) as response:
+            async with self._http().stream("POST", llm.url, json=body, headers=llm.headers,
+                                           **llm.request_auth) as response:
                 if response.status_code >= 400:
                     raise status_error(response.status_code, await response.aread())
                 self._enter(partial(self._opened, stream))
@@ -697,7 +698,8 @@ class _LLMSession:
         text: list[str] = []
         try:
             decoder = ChatStreamDecoder()
-            async with self._http().stream("POST", self.llm.url, json=body, headers=self.llm.headers) as response:
+            async with self._http().stream("POST", self.llm.url, json=body, headers=self.llm.headers,
+                                           **self.llm.request_auth) as response:
                 if response.status_code >= 400:
                     raise status_error(response.status_code, await response.aread())
                 if "json" in response.headers.get("content-type", ""):

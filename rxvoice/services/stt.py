@@ -23,7 +23,11 @@ session is in flight at a time, so a recognizer never sees two calls at once.
 * ``InterruptionFrame`` passes: the user is the one speaking, nothing of
   theirs is dropped.
 * ``EndFrame`` waits until the open utterance is recognized, so its words
-  come out before the end.
+  come out before the end. The input completing is an end too: the output
+  completes once the last words are out (the quickstart's async generator
+  that yields ``EndFrame`` and stops). Each recognition the end waits for
+  gets ``end_grace`` seconds; past that its words are reported lost and the
+  end goes on.
 * ``CancelFrame`` drops what is still being recognized and passes at once.
 * ``STTMuteFrame(mute=True)`` stops listening (an open utterance is finished
   with what was heard); ``mute=False`` resumes.
@@ -41,8 +45,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
+import json
 import logging
-import math
 import os
 import re
 import threading
@@ -58,6 +62,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from reactivex import abc
 
+from .._seconds import check_seconds
 from ..aggregators.reports import iso8601
 from ..audio.pcm import float_to_pcm16
 from ..audio.resample import StreamResampler
@@ -80,6 +85,7 @@ from ..frames import (
 )
 from ..pipeline.processor import EventfulProcessor, Port
 from ..workers import Offload, default_offload
+from ._http import Answer, BoundedHTTP, split_credentials
 
 __all__ = [
     "SPHINX_FAST",
@@ -186,9 +192,7 @@ def io_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
 
 
 def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")
-    return float(value)
+    return check_seconds(value, name, positive=True)
 
 
 class STTService(EventfulProcessor):
@@ -205,6 +209,10 @@ class STTService(EventfulProcessor):
         ttfs_p99_latency: Announced in an ``STTMetadataFrame`` at the start:
             how long after the end of speech the final words arrive, at worst
             (stop strategies wait this long for them).
+        end_grace: Seconds an end (``EndFrame``, the input completing) waits
+            at most for each recognition still to run; past it that
+            utterance's words are reported lost (``ServiceError``) and the end
+            goes on.
         offload: Where recognition runs (default: the shared worker pool).
         scheduler: The scheduler of the stage (default: the session's).
 
@@ -223,6 +231,7 @@ class STTService(EventfulProcessor):
         interim_interval: float = 0.5,
         pre_roll: float = 0.3,
         ttfs_p99_latency: float = 0.5,
+        end_grace: float = 10.0,
         offload: Offload | None = None,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
@@ -231,10 +240,9 @@ class STTService(EventfulProcessor):
         self.user_id = user_id
         self.language = language
         self.interim_interval = _positive("interim_interval", interim_interval)
-        if isinstance(pre_roll, bool) or not isinstance(pre_roll, int | float) or not 0 <= pre_roll <= 0.5:
-            raise ConfigurationError(f"pre_roll must be 0..0.5 seconds, got {pre_roll!r}")
-        self.pre_roll = float(pre_roll)
+        self.pre_roll = check_seconds(pre_roll, "pre_roll", high=0.5)
         self.ttfs_p99_latency = _positive("ttfs_p99_latency", ttfs_p99_latency)
+        self.end_grace = _positive("end_grace", end_grace)
         self.offload: Offload = offload if offload is not None else default_offload
         self.scheduler = scheduler
         self.events = EventRegistry(self, STT_EVENTS)
@@ -251,6 +259,7 @@ class STTService(EventfulProcessor):
 _FEED = 0
 _FINISH = 1
 _OPEN = 2
+_BACKSTOP = 86_400.0  # the link's own bound on a held end of input (the stage's watchdog comes far sooner)
 
 
 class _Work:
@@ -282,6 +291,8 @@ class _STTSession:
         self.resampler: StreamResampler | None = None
         self.resample_from = 0
         self.held_end: tuple[Frame, Direction] | None = None
+        self.input_ended = False  # the input completed: the output completes after the last words
+        self.watchdog: abc.DisposableBase | None = None  # bounds each recognition an end waits for
         self.last_interim = ""
         self.heard = 0.0  # seconds of audio seen
         self.started_at = 0.0
@@ -313,6 +324,7 @@ class _STTSession:
                 self.port.push_down(frame)
             else:
                 self.held_end = (frame, direction)  # after the last words
+                self._watch()
         elif t is CancelFrame:
             self._drop()
             self.port.push_down(frame)
@@ -324,11 +336,20 @@ class _STTSession:
         else:
             self.port.push_down(frame)
 
-    def on_input_end(self, direction: Direction) -> None:
-        return None
+    def on_input_end(self, direction: Direction) -> float | None:
+        """No more input: an open utterance ends here, and the output completes after its words."""
+        if direction is not DOWN:
+            return None
+        self._stop()
+        if self.inflight is None and not self.work and self.held_end is None:
+            return None
+        self.input_ended = True
+        self._watch()
+        return _BACKSTOP  # the watchdog bounds each recognition; this only backs it up
 
     def close(self) -> None:
         self.closed = True
+        self._disarm()
         if self.port.events is not None:
             self.port.events.close()
         self.work.clear()
@@ -422,8 +443,55 @@ class _STTSession:
             self.inflight.cancel()
         self.inflight = None
         self.held_end = None
+        self._disarm()
         self.work.append(_Work(_FINISH))  # the recognizer starts clean; its words are dropped
         self._pump(silent=True)
+
+    # -- the end, held until the last words are out --------------------------------------
+
+    def _watch(self) -> None:
+        """(Re)arm the watchdog for the recognition the held end waits for now."""
+        self._disarm()
+        if self.held_end is not None or self.input_ended:
+            self.watchdog = self.port.call_later(self.stt.end_grace, self._give_up)
+
+    def _disarm(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.dispose()
+            self.watchdog = None
+
+    def _give_up(self) -> None:
+        """A recognition took longer than ``end_grace``: its words are lost (reported), the end goes on."""
+        self.watchdog = None
+        pending = self.inflight is not None or bool(self.work)
+        self.work.clear()
+        if self.inflight is not None:
+            self.inflight.cancel()
+            self.inflight = None
+        if pending:
+            error = ServiceError(
+                f"{self.stt.name}: the recognizer took more than {self.stt.end_grace:g} s after the end; "
+                "the words still being recognized are lost", retryable=True,
+            )
+            log.warning("%s", error)
+            self.port.report_error(error)
+        self._release()
+        self.work.append(_Work(_FINISH))  # the recognizer starts clean for whatever comes after the end
+        self._pump(silent=True)
+
+    def _release(self) -> None:
+        """Nothing is left to recognize: a held ``EndFrame`` goes on, then a held end of input."""
+        if self.inflight is not None or self.work:
+            self._watch()
+            return
+        self._disarm()
+        if self.held_end is not None:
+            frame, direction = self.held_end
+            self.held_end = None
+            self.port.push(frame, direction)
+        if self.input_ended:
+            self.input_ended = False
+            self.port.finish_input()
 
     # -- jobs ------------------------------------------------------------------------------
 
@@ -495,10 +563,8 @@ class _STTSession:
         elif not silent:
             self._emit(kind, future.result(), span)
         self._pump()
-        if self.held_end is not None and self.inflight is None and not self.work:
-            frame, direction = self.held_end
-            self.held_end = None
-            self.port.push(frame, direction)
+        if self.held_end is not None or self.input_ended:
+            self._release()
 
     def _emit(self, kind: int, text: str | None, span: Utterance | None) -> None:
         stt = self.stt
@@ -637,19 +703,15 @@ def pocketsphinx_available() -> bool:
 
 class _HTTPRecognizer:
     def __init__(self, stt: OpenAITranscriptionSTT) -> None:
-        import httpx
-
         self.stt = stt
         self.audio = bytearray()
-        self.client = httpx.Client(timeout=stt.timeout)
+        self.client = BoundedHTTP("the transcription server", stt.timeout, stt.auth)
 
     def accept(self, audio: bytes) -> str | None:
         self.audio += audio
         return None
 
     def finish(self) -> str:
-        import httpx
-
         audio, self.audio = bytes(self.audio), bytearray()
         stt = self.stt
         if not audio:
@@ -658,24 +720,40 @@ class _HTTPRecognizer:
         if stt.language:
             data.setdefault("language", stt.language)
         files = {"file": ("utterance.wav", wav_bytes(audio, stt.sample_rate), "audio/wav")}
+        answer = self.client.post(stt.url, data=data, files=files, headers=stt.headers)
+        return _transcription_text(answer)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _transcription_text(answer: Answer) -> str:
+    """The words of a transcription server's answer: a JSON object's ``text``, or a ``text/plain`` body.
+
+    Raises:
+        ServiceError: an HTTP error status; an answer that is neither (an HTML
+            sign-in page, JSON without ``text``, audio, nothing typed at all):
+            a page is not what the user said.
+    """
+    who = "the transcription server"
+    if answer.status >= 400:
+        raise http_error(who, answer.status, answer.text())
+    kind = answer.media_type
+    if kind == "application/json" or kind.endswith("+json"):
         try:
-            response = self.client.post(stt.url, data=data, files=files, headers=stt.headers)
-        except httpx.HTTPError as exc:
-            raise ServiceError(f"the transcription server did not answer: {exc!r}", retryable=True) from exc
-        if response.status_code >= 400:
-            raise http_error("the transcription server", response.status_code, response.text)
-        try:
-            payload = response.json()
+            payload = json.loads(answer.body)
         except ValueError:
             payload = None
         if isinstance(payload, dict) and isinstance(payload.get("text"), str):
             return str(payload["text"])
-        if "json" not in response.headers.get("content-type", ""):
-            return response.text
-        raise ServiceError(f"the transcription server's answer has no text: {response.text[:200]!r}")
-
-    def close(self) -> None:
-        self.client.close()
+        raise ServiceError(f"{who}'s answer has no text: {answer.text()[:200]!r}")
+    if kind == "text/plain":  # response_format "text"
+        return answer.text()
+    shown = " ".join(answer.text().split())[:120]
+    raise ServiceError(
+        f"{who} answered HTTP {answer.status} with {kind or 'no content type'}, not a transcription "
+        f"(a sign-in page or a wrong base_url?): {shown!r}"
+    )
 
 
 class OpenAITranscriptionSTT(STTService):
@@ -690,9 +768,18 @@ class OpenAITranscriptionSTT(STTService):
         base_url: The API's root (``.../v1``); default ``OPENAI_BASE_URL``, else OpenAI's.
         api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (required for OpenAI's host).
         params: Extra form fields (``prompt``, ``temperature``, ...).
-        timeout: Seconds to wait for each answer.
+        timeout: Seconds each request may take as a whole (connecting,
+            sending, waiting, reading the answer); past it the request is
+            cancelled and reported (a retryable ``ServiceError``).
         offload: Where the requests wait (default: :func:`io_offload`).
-        **kwargs: As for :class:`STTService` (``ttfs_p99_latency`` defaults to 1.5 s here).
+        **kwargs: As for :class:`STTService` (``ttfs_p99_latency`` defaults to
+            1.5 s here, ``end_grace`` to ``timeout`` plus a second).
+
+    Credentials in ``base_url`` (``https://user:key@host/v1``) are sent as
+    basic auth and kept out of the URL (and so out of every log line).
+    An answer must be JSON with a ``text`` or, for ``response_format=text``,
+    ``text/plain``; anything else (an HTML page) is a ``ServiceError``, never
+    the user's words.
 
     Raises:
         ConfigurationError: a bad URL, a missing key for OpenAI's host, or no httpx.
@@ -712,15 +799,17 @@ class OpenAITranscriptionSTT(STTService):
         **kwargs: Any,
     ) -> None:
         need_httpx(self)
+        seconds = _positive("timeout", timeout)
         kwargs.setdefault("ttfs_p99_latency", 1.5)
+        kwargs.setdefault("end_grace", seconds + 1.0)
         super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"OpenAITranscriptionSTT needs a model name, got {model!r}")
         self.model = model
-        self.base_url, self.headers = _endpoint(base_url, api_key)
+        self.base_url, self.headers, self.auth = _endpoint(base_url, api_key)
         self.url = f"{self.base_url}/audio/transcriptions"
         self.params = {k: str(v) for k, v in (params or {}).items()}
-        self.timeout = _positive("timeout", timeout)
+        self.timeout = seconds
 
     def __repr__(self) -> str:
         return f"OpenAITranscriptionSTT({self.model!r}, base_url={self.base_url!r})"
@@ -746,14 +835,20 @@ def http_error(who: str, status: int, body: str) -> ServiceError:
     )
 
 
-def _endpoint(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
-    """The API root and the auth header, checked (shared by the HTTP speech stages)."""
+def _endpoint(
+    base_url: str | None, api_key: str | None
+) -> tuple[str, dict[str, str], tuple[str, str] | None]:
+    """The API root (without credentials), the auth header, and basic-auth credentials from the URL, checked."""
     base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     parts = urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigurationError(f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {base!r}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = split_credentials(parts)[0] if parts.netloc else base
+        raise ConfigurationError(
+            f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {shown!r}"
+        )
     key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
     if not key and parts.hostname == "api.openai.com":
         raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return base.rstrip("/"), headers
+    root, auth = split_credentials(parts)
+    return root.rstrip("/"), headers, auth

@@ -24,7 +24,9 @@ follow the voice, not the model. Data and control frames that come after
 text (``LLMFullResponseEndFrame``, ``EndFrame``, ...) wait until that text
 has been spoken, so the assistant aggregator closes the turn on the words the
 user heard. The text frames themselves stop here: the spoken words replace
-them.
+them. The input completing is an end too: text still grouped is spoken, and
+the output completes after the last word. Each synthesis an end waits for
+gets ``end_grace`` seconds; past that its text is reported and not spoken.
 
 An ``InterruptionFrame`` stops at once: pending audio, words and syntheses
 are dropped (frames that cannot be interrupted, such as ``EndFrame``, go on),
@@ -54,6 +56,7 @@ from typing import Any
 
 from reactivex import abc
 
+from .._seconds import check_seconds
 from ..errors import ConfigurationError, RxVoiceError, ServiceError
 from ..events import EventRegistry
 from ..frames import (
@@ -80,6 +83,7 @@ from ..frames import (
 from ..pipeline.processor import EventfulProcessor, Port
 from ..text import SimpleTextAggregator
 from ..workers import Offload, default_offload, inline_offload
+from ._http import Answer, BoundedHTTP
 from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
 
 __all__ = [
@@ -129,7 +133,7 @@ def read_wav_pcm(data: bytes) -> tuple[bytes, int]:
     """The 16-bit mono PCM and rate of a WAV file in memory (streamed WAVs with bogus sizes too).
 
     Raises:
-        ServiceError: not a 16-bit PCM WAV.
+        ServiceError: not a 16-bit PCM WAV, or one without samples.
     """
     if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise ServiceError("the synthesizer's answer is not a WAV file")
@@ -150,6 +154,8 @@ def read_wav_pcm(data: bytes) -> tuple[bytes, int]:
                 break
             pcm = data[body:] if size >= len(data) - body else data[body:body + size]
             pcm = pcm[: len(pcm) - len(pcm) % (2 * channels)]
+            if not pcm:
+                raise ServiceError("the synthesizer's WAV holds no samples: there is nothing to play")
             if channels > 1:
                 import numpy as np
 
@@ -166,6 +172,9 @@ class TTSService(EventfulProcessor):
     Args:
         chunk_secs: Seconds of audio per ``OutputAudioRawFrame``.
         lead: Seconds of audio released ahead of the speaking pace.
+        end_grace: Seconds an end (``EndFrame``, the input completing) waits
+            at most for each synthesis still running; past it that text is
+            reported (``ServiceError``), not spoken, and the end goes on.
         offload: Where synthesis runs (default: the shared worker pool).
         scheduler: The scheduler of the stage (default: the session's).
 
@@ -179,13 +188,13 @@ class TTSService(EventfulProcessor):
         *,
         chunk_secs: float = 0.04,
         lead: float = 0.15,
+        end_grace: float = 10.0,
         offload: Offload | None = None,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
         self.chunk_secs = _positive("chunk_secs", chunk_secs)
-        if isinstance(lead, bool) or not isinstance(lead, int | float) or not 0 <= lead <= 5:
-            raise ConfigurationError(f"lead must be 0..5 seconds, got {lead!r}")
-        self.lead = float(lead)
+        self.end_grace = _positive("end_grace", end_grace)
+        self.lead = check_seconds(lead, "lead", high=5.0)
         self.offload: Offload = offload if offload is not None else default_offload
         self.scheduler = scheduler
         self.events = EventRegistry(self, TTS_EVENTS)
@@ -201,6 +210,7 @@ class TTSService(EventfulProcessor):
 
 _WORDLESS = re.compile(r"\w")
 _SLACK = 0.001  # a millisecond: what a timer can resolve
+_BACKSTOP = 86_400.0  # the link's own bound on a held end of input (the stage's watchdog comes far sooner)
 
 
 class _Unit:
@@ -233,6 +243,10 @@ class _TTSSession:
         self.bot_speaking = False
         self.tts_started = False
         self.closed = False
+        self.end_queued = False  # an EndFrame waits behind the speech
+        self.input_ended = False  # the input completed: the output completes after the last word
+        self.watchdog: abc.DisposableBase | None = None  # bounds the synthesis an end waits for
+        self.watched: _Unit | None = None
 
     # -- frames (inside the session) ---------------------------------------------------
 
@@ -258,19 +272,32 @@ class _TTSSession:
         elif t is CancelFrame:
             self._stop_all()
             self.port.push_down(frame)
+            self._end_input()
         elif t is LLMFullResponseEndFrame or t is EndFrame:
             self._flush()
             self._after_speech(frame, direction)
+            if t is EndFrame and self.queue:
+                self.end_queued = True
+                self._watch()
         elif frame.kind is FrameKind.SYSTEM:
             self.port.push_down(frame)
         else:
             self._after_speech(frame, direction)
 
-    def on_input_end(self, direction: Direction) -> None:
-        return None
+    def on_input_end(self, direction: Direction) -> float | None:
+        """No more input: what is grouped is spoken, and the output completes after the last word."""
+        if direction is not DOWN:
+            return None
+        self._flush()
+        if self.playing is None and not self.queue:
+            return None
+        self.input_ended = True
+        self._watch()
+        return _BACKSTOP  # the watchdog bounds each synthesis; this only backs it up
 
     def close(self) -> None:
         self.closed = True
+        self._disarm()
         self._stop_all()
         if self.port.events is not None:
             self.port.events.close()
@@ -324,6 +351,7 @@ class _TTSSession:
             future.set_exception(exc)
         unit.future = future
         future.add_done_callback(partial(self._synthesized, unit))
+        self._watch()
 
     def _synthesized(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
         if self.closed or future.cancelled():
@@ -338,6 +366,8 @@ class _TTSSession:
         if unit is not self.synthesizing:
             return  # interrupted meanwhile
         self.synthesizing = None
+        if self.watched is unit:
+            self._disarm()
         error = future.exception()
         if error is None and not isinstance(future.result(), Speech):
             error = ServiceError(f"{self.tts.name}.synthesize returned {future.result()!r}, not a Speech")
@@ -352,6 +382,52 @@ class _TTSSession:
             unit.speech = future.result()
         self._synthesize_next()
         self._play()
+
+    # -- the end, held until the last word is spoken ------------------------------------------
+
+    def _watch(self) -> None:
+        """Bound the synthesis running now, if an end waits for it (once per unit)."""
+        unit = self.synthesizing
+        if unit is self.watched:
+            return
+        self._disarm()
+        if unit is not None and (self.end_queued or self.input_ended):
+            self.watched = unit
+            self.watchdog = self.port.call_later(self.tts.end_grace, partial(self._give_up, unit))
+
+    def _disarm(self) -> None:
+        self.watched = None
+        if self.watchdog is not None:
+            self.watchdog.dispose()
+            self.watchdog = None
+
+    def _give_up(self, unit: _Unit) -> None:
+        """A synthesis the end waits for took longer than ``end_grace``: reported, not spoken; the rest goes on."""
+        self.watchdog = self.watched = None
+        if unit is not self.synthesizing:
+            return
+        self.synthesizing = None
+        if unit.future is not None:
+            unit.future.cancel()
+        error = ServiceError(
+            f"{self.tts.name}: synthesizing {unit.text[:60]!r} took more than {self.tts.end_grace:g} s after "
+            "the end; it is not spoken", retryable=True,
+        )
+        log.warning("%s", error)
+        self.port.report_error(error)
+        with contextlib.suppress(ValueError):
+            self.queue.remove(unit)
+        self._synthesize_next()
+        self._play()
+
+    def _end_input(self) -> None:
+        """Nothing is left to speak: a held end of input goes on (the output completes)."""
+        if self.playing is None and not self.queue:
+            self.end_queued = False
+            self._disarm()
+            if self.input_ended:
+                self.input_ended = False
+                self.port.finish_input()
 
     # -- playback ---------------------------------------------------------------------------
 
@@ -372,6 +448,7 @@ class _TTSSession:
             self.port.push(frame, direction)
         if self.playing is None and not self.queue:
             self._speech_over(False)
+            self._end_input()
 
     def _start(self, unit: _Unit) -> None:
         port = self.port
@@ -445,6 +522,7 @@ class _TTSSession:
         if self.synthesizing is not None and self.synthesizing.future is not None:
             self.synthesizing.future.cancel()
         self.synthesizing = None
+        self._disarm()
         self.aggregator.reset()
 
     def _interrupt(self, frame: Frame) -> None:
@@ -455,6 +533,7 @@ class _TTSSession:
         self._speech_over(True)
         for f, d in kept:
             self.port.push(f, d)
+        self._end_input()
 
     def _stop_all(self) -> None:
         self._drop_units()
@@ -560,11 +639,51 @@ class EspeakTTS(TTSService):
         return _speech(pcm, rate, text)
 
 
+_RAW_PCM_TYPES = frozenset({"", "audio/pcm", "audio/x-pcm", "audio/l16", "audio/raw", "application/octet-stream"})
+"""Media types a raw 16-bit PCM answer may come with (none at all included)."""
+
+_CONTAINERS = ((b"ID3", "MP3"), (b"OggS", "Ogg"), (b"fLaC", "FLAC"), (b"\x1aE\xdf\xa3", "WebM"))
+"""Magic numbers of compressed audio that a raw-PCM media type may still hide."""
+
+
+def _speech_audio(answer: Answer, raw_rate: int) -> tuple[bytes, int]:
+    """The 16-bit mono PCM and rate of a speech server's answer: a WAV, or raw PCM at ``raw_rate``.
+
+    Raises:
+        ServiceError: an HTTP error status; an empty body or a WAV without
+            samples (nothing to play: its words must not count as spoken);
+            compressed audio (``audio/mpeg``, Ogg, FLAC, ...), which played as
+            PCM is noise; text or JSON; an odd number of bytes.
+    """
+    who = "the speech server"
+    if answer.status >= 400:
+        raise http_error(who, answer.status, answer.text())
+    data, kind = answer.body, answer.media_type
+    if not data:
+        raise ServiceError(f"{who} answered HTTP {answer.status} with an empty body: there is nothing to play")
+    if data[:4] == b"RIFF":
+        return read_wav_pcm(data)
+    found = next((name for magic, name in _CONTAINERS if data.startswith(magic)), None)
+    if kind not in _RAW_PCM_TYPES or found is not None:
+        what = f"{kind or 'no content type'}{f' ({found})' if found else ''}"
+        raise ServiceError(
+            f"{who} answered with {what}, not WAV or 16-bit PCM: ask for response_format 'wav' or 'pcm' "
+            f"(the answer starts {data[:40]!r})"
+        )
+    if len(data) % 2:
+        raise ServiceError(f"{who}'s raw PCM answer has an odd number of bytes ({len(data)}): not 16-bit samples")
+    return data, raw_rate
+
+
 class OpenAISpeechTTS(TTSService):
     """Any server that speaks OpenAI's speech API (``POST /audio/speech``).
 
     One request per unit of text; the answer is asked for as WAV (a raw
-    ``pcm`` answer is taken as OpenAI's 24 kHz 16-bit mono).
+    ``pcm`` answer is taken as OpenAI's 24 kHz 16-bit mono). An answer with
+    nothing to play (an empty body, a WAV without samples) or in another
+    format (``audio/mpeg``, ...) is a ``ServiceError``: that text is not
+    spoken, so it is not written to the conversation as said.
+    Credentials in ``base_url`` are sent as basic auth and kept out of the URL.
 
     Args:
         model: The model name (``gpt-4o-mini-tts``, ``tts-1``, ...).
@@ -572,9 +691,11 @@ class OpenAISpeechTTS(TTSService):
         base_url: The API's root (``.../v1``); default ``OPENAI_BASE_URL``, else OpenAI's.
         api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (required for OpenAI's host).
         params: Extra JSON fields (``speed``, ``instructions``, ...).
-        timeout: Seconds to wait for each answer.
+        timeout: Seconds each request may take as a whole (connecting,
+            sending, waiting, reading the answer); past it the request is
+            cancelled and reported (a retryable ``ServiceError``).
         offload: Where the requests wait (default: the I/O threads, :func:`rxvoice.services.stt.io_offload`).
-        **kwargs: As for :class:`TTSService`.
+        **kwargs: As for :class:`TTSService` (``end_grace`` defaults to ``timeout`` plus a second).
 
     Raises:
         ConfigurationError: a bad URL, a missing key for OpenAI's host, or no httpx.
@@ -597,51 +718,29 @@ class OpenAISpeechTTS(TTSService):
         **kwargs: Any,
     ) -> None:
         need_httpx(self)
+        seconds = _positive("timeout", timeout)
+        kwargs.setdefault("end_grace", seconds + 1.0)
         super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"OpenAISpeechTTS needs a model name, got {model!r}")
         self.model = model
         self.voice = voice
-        self.base_url, self.headers = _endpoint(base_url, api_key)
+        self.base_url, self.headers, auth = _endpoint(base_url, api_key)
         self.url = f"{self.base_url}/audio/speech"
         self.params = dict(params or {})
-        self.timeout = _positive("timeout", timeout)
-        self._client: Any = None
+        self.timeout = seconds
+        self._http = BoundedHTTP("the speech server", seconds, auth)  # shared by the sessions
 
     def __repr__(self) -> str:
         return f"OpenAISpeechTTS({self.model!r}, base_url={self.base_url!r})"
 
-    def _http(self) -> Any:
-        import httpx
-
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout)  # thread-safe: shared by the sessions
-        return self._client
-
     def synthesize(self, text: str) -> Speech:
-        import httpx
-
         body = {"model": self.model, "voice": self.voice, "input": text, "response_format": "wav", **self.params}
-        try:
-            response = self._http().post(self.url, json=body, headers=self.headers)
-        except httpx.HTTPError as exc:
-            raise ServiceError(f"the speech server did not answer: {exc!r}", retryable=True) from exc
-        if response.status_code >= 400:
-            raise http_error("the speech server", response.status_code, response.text)
-        data = response.content
-        if data[:4] == b"RIFF":
-            pcm, rate = read_wav_pcm(data)
-        else:
-            if len(data) % 2 or "json" in response.headers.get("content-type", "") or "text" in response.headers.get(
-                "content-type", ""
-            ):
-                raise ServiceError(f"the speech server's answer is not audio: {data[:120]!r}")
-            pcm, rate = data, self.raw_pcm_rate
+        answer = self._http.post(self.url, json=body, headers=self.headers)
+        pcm, rate = _speech_audio(answer, self.raw_pcm_rate)
         return _speech(pcm, rate, text)
 
     def close(self) -> None:
         """Close the HTTP connections (the stage can still be used: they reopen)."""
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._http.close()
 

@@ -4,12 +4,19 @@ It stands where a real model stage would (after the user aggregator) and
 answers each ``LLMContextFrame`` (from either side: the user's turn, or the
 assistant re-running the model after a tool result) with the next reply of
 its script, streamed token by token on the scheduler. An interruption cuts
-the reply off where it is. Every run is recorded in :attr:`ScriptedLLM.runs`
-with the conversation it was given, which is what tests assert on.
+the reply off where it is; a tool call already running with
+``cancel_on_interruption=False`` runs on and delivers its result. Every run
+is recorded in :attr:`ScriptedLLM.runs` with the conversation it was given,
+which is what tests assert on.
+
+What a session has to say waits on one timeline, in the order it was
+scripted: two frames due at the same instant (the last token and the
+response's end) come out in that order on every scheduler.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -157,11 +164,33 @@ class ScriptedLLM(Processor):
         return _LLMSession(self, port)
 
 
+_EPS = 1e-9  # what "due by now" tolerates of float arithmetic on the clock
+
+
+class _Due:
+    """One frame the session will emit: when, which way, and the tool call it starts or settles."""
+
+    __slots__ = ("at", "call", "direction", "finishes", "frame", "starts")
+
+    def __init__(
+        self, at: float, frame: Frame, direction: Direction, call: str | None, starts: ToolCall | None,
+        finishes: bool,
+    ) -> None:
+        self.at = at
+        self.frame = frame
+        self.direction = direction
+        self.call = call  # the tool call this frame belongs to (its progress, or its result)
+        self.starts = starts  # emitting it starts that call
+        self.finishes = finishes  # emitting it settles that call
+
+
 class _LLMSession:
     def __init__(self, llm: ScriptedLLM, port: Port) -> None:
         self.llm = llm
         self.port = port
-        self.pending: dict[int, abc.DisposableBase] = {}
+        self.pending: list[tuple[float, int, _Due]] = []  # a heap: (due, order scripted, what)
+        self.timer: abc.DisposableBase | None = None
+        self.timer_at = 0.0
         self.summaries: dict[int, abc.DisposableBase] = {}
         self.next_key = 0
         self.calls: dict[str, ToolCall] = {}
@@ -205,6 +234,7 @@ class _LLMSession:
 
     def close(self) -> None:
         self.cut_off(False)
+        self._rearm()
 
     # -- answering --------------------------------------------------------------------
 
@@ -249,47 +279,74 @@ class _LLMSession:
                 c.name, fc.tool_call_id, dict(c.arguments), cancel_on_interruption=c.cancel_on_interruption,
                 group_id=group,
             )
-            self._at(t, progress, DOWN, running=(fc.tool_call_id, c))
+            self._at(t, progress, DOWN, call=fc.tool_call_id, starts=c)
             result = c.handler(c.arguments) if c.handler is not None else c.result
             try:
                 done = FunctionCallResultFrame(c.name, fc.tool_call_id, dict(c.arguments), result, run_llm=c.run_llm)
             except InvalidToolCallError as exc:  # a result that is not JSON: the call is answered with the error
                 done = FunctionCallResultFrame(c.name, fc.tool_call_id, dict(c.arguments), None, run_llm=c.run_llm,
                                                error=str(exc))
-            self._at(t + c.delay, done, DOWN, finished=fc.tool_call_id)
-            self._at(t + c.delay, done, UP)
+            self._at(t + c.delay, done, DOWN, call=fc.tool_call_id, finishes=True)
+            self._at(t + c.delay, done, UP, call=fc.tool_call_id)
 
     def _at(
-        self, delay: float, frame: Frame, direction: Direction, finished: str | None = None,
-        running: tuple[str, ToolCall] | None = None,
+        self, delay: float, frame: Frame, direction: Direction, *, call: str | None = None,
+        starts: ToolCall | None = None, finishes: bool = False,
     ) -> None:
         """Emit ``frame`` after ``delay`` seconds (a model answers asynchronously, even when fast)."""
         key = self.next_key = self.next_key + 1
+        due = _Due(self.port.time() + delay, frame, direction, call, starts, finishes)
+        heapq.heappush(self.pending, (due.at, key, due))
+        self._rearm()
 
-        def emit() -> None:
-            self.pending.pop(key, None)
-            if running is not None:
-                self.calls[running[0]] = running[1]
-            if finished is not None:
-                self.calls.pop(finished, None)
-            self.port.push(frame, direction)
-            if not self.pending and (self.ending is not None or self.input_ended):
-                self._release_end()
+    def _rearm(self) -> None:
+        """One timer, for the earliest frame due (re-armed when an earlier one is scripted)."""
+        if not self.pending:
+            if self.timer is not None:
+                self.timer.dispose()
+                self.timer = None
+            return
+        head = self.pending[0][0]
+        if self.timer is not None:
+            if self.timer_at <= head + _EPS:
+                return
+            self.timer.dispose()
+        self.timer_at = head
+        self.timer = self.port.call_later(head - self.port.time(), self._fire)
 
-        self.pending[key] = self.port.call_later(delay, emit)
+    def _fire(self) -> None:
+        """Emit, in the order scripted, every frame due by now."""
+        self.timer = None
+        pending = self.pending
+        while pending and pending[0][0] <= self.port.time() + _EPS:
+            due = heapq.heappop(pending)[2]
+            if due.starts is not None and due.call is not None:
+                self.calls[due.call] = due.starts
+            if due.finishes and due.call is not None:
+                self.calls.pop(due.call, None)
+            self.port.push(due.frame, due.direction)
+        self._rearm()
+        if not pending and (self.ending is not None or self.input_ended):
+            self._release_end()
 
     def cut_off(self, interrupted: bool) -> None:
-        """Stop streaming the reply in flight; cancel tool calls that die with an interruption."""
-        for handle in self.pending.values():
-            handle.dispose()
-        self.pending.clear()
+        """Stop streaming the reply in flight; cancel tool calls that die with an interruption.
+
+        A call already running with ``cancel_on_interruption=False`` survives
+        an interruption: its result stays due. A call the reply had not made
+        yet (its progress frame still to come) is never made.
+        """
+        survivors = {call_id for call_id, c in self.calls.items() if interrupted and not c.cancel_on_interruption}
+        self.pending = [p for p in self.pending if p[2].call in survivors and p[2].starts is None]
+        heapq.heapify(self.pending)
         for call_id, c in list(self.calls.items()):
-            if interrupted and not c.cancel_on_interruption:
+            if call_id in survivors:
                 continue
             del self.calls[call_id]
             cancel = FunctionCallCancelFrame(c.name, call_id)
             self.port.push(cancel, DOWN)
             self.port.push(cancel, UP)
+        self._rearm()
 
     # -- summaries ----------------------------------------------------------------------
 

@@ -10,6 +10,12 @@ descriptors (sockets, and the wake-up pipe other threads write to through
 jump its clock to the next timer. With no timer at all it blocks for real,
 as a loop waiting on a socket or a thread must.
 
+Callbacks due at the same instant run in the order they were scheduled. On
+a real loop two deadlines computed a moment apart differ; on a virtual clock
+that stands still they are often equal, and asyncio's timer heap does not
+keep equal deadlines in order (a streamed reply's end would overtake its last
+token).
+
 Example:
     >>> from rxvoice.testing import run_virtual
     >>> async def nap() -> float:
@@ -24,8 +30,11 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import selectors
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
+from contextvars import Context
 from typing import Any, TypeVar
 
 __all__ = ["VirtualTimeLoop", "run_virtual"]
@@ -65,15 +74,51 @@ class _JumpingSelector(selectors.BaseSelector):
         return self._real.get_map()
 
 
+class _OrderedTimerHandle(asyncio.TimerHandle):
+    """A timer that, due at the same instant as another, runs after the ones scheduled before it."""
+
+    __slots__ = ("_order",)
+
+    def __init__(
+        self, order: int, when: float, callback: Callable[..., object], args: tuple[Any, ...],
+        loop: asyncio.AbstractEventLoop, context: Context | None,
+    ) -> None:
+        super().__init__(when, callback, args, loop, context)
+        self._order = order
+
+    def __lt__(self, other: asyncio.TimerHandle) -> bool:
+        if isinstance(other, _OrderedTimerHandle) and self.when() == other.when():
+            return self._order < other._order
+        return self.when() < other.when()
+
+
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """A selector event loop on a virtual clock that starts at ``start`` seconds."""
 
     def __init__(self, start: float = 0.0) -> None:
         self._virtual_now = float(start)
+        self._timer_order = itertools.count()
         super().__init__(_JumpingSelector(self))
 
     def time(self) -> float:
         return self._virtual_now
+
+    def call_at(  # type: ignore[override]
+        self, when: float, callback: Callable[..., object], *args: Any, context: Context | None = None
+    ) -> asyncio.TimerHandle:
+        """As asyncio's own, with the timer ordered after those already due at the same instant."""
+        if when is None:
+            raise TypeError("when cannot be None")
+        self._check_closed()  # type: ignore[attr-defined]
+        if self.get_debug():
+            self._check_thread()  # type: ignore[attr-defined]
+            self._check_callback(callback, "call_at")  # type: ignore[attr-defined]
+        timer = _OrderedTimerHandle(next(self._timer_order), when, callback, args, self, context)
+        if timer._source_traceback:  # type: ignore[attr-defined]
+            del timer._source_traceback[-1]  # type: ignore[attr-defined]
+        heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
+        timer._scheduled = True  # type: ignore[attr-defined]
+        return timer
 
     def advance(self, seconds: float) -> None:
         """Move the clock forward (the loop does this itself whenever it would wait for a timer)."""

@@ -2,11 +2,33 @@
 
 :class:`WebSocketAudioTransport` carries a browser's microphone (16 kHz PCM)
 into a pipeline and the bot's audio and JSON events back, over one WebSocket
-(aiohttp); :func:`voice_app` serves a page and one pipeline per connection.
-It is what ``rxvoice serve`` runs; put your own pipeline and page behind it.
-Needs the ``serve`` extra: ``pip install 'rxvoice[serve]'``.
+(aiohttp); :func:`voice_app` serves a page and one pipeline per connection,
+behind the Origin rule, an optional token and admission control
+(:class:`Admission`, the ``/load`` figure). It is what ``rxvoice serve``
+runs; put your own pipeline and page behind it. Needs the ``serve`` extra:
+``pip install 'rxvoice[serve]'``.
 """
 
-from .websocket import LIVE_TRANSPORTS, STATIC, Limits, WebSocketAudioTransport, origin_allowed, voice_app
+from .admission import Admission, AdmissionControl, SharedAdmission
+from .app import ADMISSION, LIVE_TRANSPORTS, STATIC, LoopLag, voice_app
+from .guard import RefusalLog, new_token, origin_allowed, own_authorities, token_matches
+from .websocket import CappedWebSocketResponse, Limits, WebSocketAudioTransport
 
-__all__ = ["LIVE_TRANSPORTS", "STATIC", "Limits", "WebSocketAudioTransport", "origin_allowed", "voice_app"]
+__all__ = [
+    "ADMISSION",
+    "LIVE_TRANSPORTS",
+    "STATIC",
+    "Admission",
+    "AdmissionControl",
+    "CappedWebSocketResponse",
+    "Limits",
+    "LoopLag",
+    "RefusalLog",
+    "SharedAdmission",
+    "WebSocketAudioTransport",
+    "new_token",
+    "origin_allowed",
+    "own_authorities",
+    "token_matches",
+    "voice_app",
+]

@@ -7,24 +7,36 @@ The protocol, per connection:
   are typical). Each becomes an ``InputAudioRawFrame``.
 * **client → server, text**: JSON objects with a ``type``:
   ``{"type": "start", "sample_rate": 16000}`` (optional; a different rate is
-  refused), ``{"type": "ping"}`` (answered with ``pong``).
+  refused), ``{"type": "ping"}`` (answered with ``pong``) and, when the
+  transport takes the client's words (``client_words=True``: the client runs
+  its own speech-to-text), ``{"type": "transcript", "text": "...", "final":
+  true}`` (a ``TranscriptionFrame``; ``"final": false`` is an interim guess).
 * **server → client, binary**: bot audio, a 4-byte little-endian sample rate
   then 16-bit mono PCM.
 * **server → client, text**: JSON events, ``{"type": ...}``: ``error``
   (``message``), ``interrupt`` (stop playing at once), ``pong``, and whatever
   the app sends with :meth:`WebSocketAudioTransport.send`.
 
-Bad input never reaches the pipeline and never ends the connection: an odd
-byte count, a wrong rate, JSON that does not parse or an unknown type gets an
-``error`` event to that client only. A message over ``max_message_bytes``
-cannot be read past, so the connection is closed with code 1009 and a reason
-saying so. Messages over the rate caps are dropped, with one ``error`` a
-second. Other connections notice none of it.
+Bad input never reaches the pipeline: an odd byte count, a wrong rate, JSON
+that does not parse or an unknown type gets an ``error`` event to that
+client only, and the connection goes on. Two things end it, with a close
+code and a reason: a message over ``max_message_bytes`` (code 1009; the
+WebSocket reader refuses it from its header, before reading it) and JSON
+nested too deeply to parse (code 1008). Messages over the rate caps are
+dropped, with one ``error`` a second. Audio sent faster than real time is
+paced: past a burst of ``max_ahead_seconds`` the transport reads it at real
+time, so the client's socket pushes back (no session is slowed by another
+client's speed). Other connections notice none of it.
+
+When the client leaves, its pipeline gets an ``EndFrame`` and up to
+``end_grace`` seconds to finish what it holds (the words still being
+recognized, the turn they end); after that it is cancelled. So the last
+words are either written whole or dropped on purpose, never half-written.
 
 Usage, behind your own page::
 
     async def websocket(request):
-        ws = web.WebSocketResponse(max_msg_size=Limits().hard_max_message_bytes)
+        ws = web.WebSocketResponse(max_msg_size=Limits().max_message_bytes)
         await ws.prepare(request)
         transport = WebSocketAudioTransport(ws)
         context = LLMContext()
@@ -40,12 +52,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import struct
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 try:
@@ -65,16 +77,22 @@ from ..frames import (
     EndFrame,
     Frame,
     InputAudioRawFrame,
+    InterimTranscriptionFrame,
     InterruptionFrame,
     OutputAudioRawFrame,
     StartFrame,
+    TranscriptionFrame,
 )
 from ..pipeline import Pipeline, Port, Processor, Stage, loop_scheduler, pipeline
 from ..pipeline.session import Session
 
-__all__ = ["LIVE_TRANSPORTS", "STATIC", "Limits", "WebSocketAudioTransport", "origin_allowed", "voice_app"]
+__all__ = ["CappedWebSocketResponse", "Limits", "WebSocketAudioTransport"]
 
 log = logging.getLogger("rxvoice.transports.websocket")
+
+_CLOSING: set[asyncio.Task[None]] = set()  # close-downs running on after their handler was cancelled
+
+NESTED_TOO_DEEPLY = "a control message nested too deeply to read; the connection is closed"
 
 
 @dataclass(frozen=True)
@@ -82,41 +100,55 @@ class Limits:
     """What one connection may send.
 
     Attributes:
-        max_message_bytes: The largest message taken (a larger one is answered with an error and dropped).
-        hard_max_message_bytes: The largest message read at all (a larger one closes the connection, code
-            1009): give it to ``WebSocketResponse(max_msg_size=...)``.
+        max_message_bytes: The largest message read: the WebSocket reader refuses a larger one from its
+            header, before buffering it, and closes the connection (code 1009, the cap in the reason).
+            Give it to ``WebSocketResponse(max_msg_size=...)`` (:class:`CappedWebSocketResponse` does).
+        hard_max_message_bytes: Deprecated, not used: ``max_message_bytes`` is now the one cap.
         messages_per_second: Sustained message rate (bursts of twice as many pass).
         bytes_per_second: Sustained audio rate (real time is 32,000 at 16 kHz; bursts of twice as many pass).
         max_queued_messages: Messages waiting to be sent to a slow client before events are dropped.
+        max_ahead_seconds: Audio a client may send ahead of real time in a burst; past it, its audio is
+            read at real time (the client is paced by its own socket).
+        end_grace: Seconds a pipeline gets, after its client left, to finish its last words.
     """
 
     max_message_bytes: int = 256 * 1024
-    hard_max_message_bytes: int = 16 * 1024 * 1024
+    hard_max_message_bytes: int | None = None
     messages_per_second: float = 200.0
     bytes_per_second: float = 256_000.0
     max_queued_messages: int = 4000
+    max_ahead_seconds: float = 2.0
+    end_grace: float = 2.0
 
     def __post_init__(self) -> None:
-        names = ("max_message_bytes", "hard_max_message_bytes", "messages_per_second", "bytes_per_second",
-                 "max_queued_messages")
+        names = ("max_message_bytes", "messages_per_second", "bytes_per_second", "max_queued_messages",
+                 "max_ahead_seconds", "end_grace")
         for name in names:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                    or value <= 0):
                 raise ConfigurationError(f"Limits.{name} must be a positive number, got {value!r}")
+        if self.hard_max_message_bytes is not None:
+            warnings.warn("Limits.hard_max_message_bytes is deprecated and not used: max_message_bytes is the "
+                          "one cap, enforced by the WebSocket reader", DeprecationWarning, stacklevel=3)
 
 
-def origin_allowed(origin: str | None, host: str | None, allowed: tuple[str, ...] = ()) -> bool:
-    """Whether a WebSocket upgrade from ``origin`` may go on: none (not a browser), the page's own host, or listed.
+class CappedWebSocketResponse(web.WebSocketResponse):
+    """A ``WebSocketResponse`` reading at most ``limits.max_message_bytes`` a message, closing with a reason past it.
 
-    A browser always sends ``Origin``; a page on another site must not be able
-    to open a microphone connection to a local server.
+    aiohttp's reader refuses an oversized message from its header and closes
+    with code 1009 but no reason; this one says what the cap is.
     """
-    if origin is None:
-        return True
-    if origin in allowed:
-        return True
-    bare = origin.split("://", 1)[-1].rstrip("/")
-    return host is not None and bare == host
+
+    def __init__(self, limits: Limits, **kwargs: Any) -> None:
+        super().__init__(max_msg_size=limits.max_message_bytes, **kwargs)
+        self._cap_reason = (f"a message over {limits.max_message_bytes} bytes "
+                            "(send audio in chunks of 20-100 ms)").encode()[:120]
+
+    async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
+        if code == WSCloseCode.MESSAGE_TOO_BIG and not message:
+            message = self._cap_reason
+        return await super().close(code=code, message=message, drain=drain)
 
 
 class _Bucket:
@@ -124,40 +156,60 @@ class _Bucket:
 
     __slots__ = ("capacity", "level", "rate", "stamp")
 
-    def __init__(self, rate: float, now: float) -> None:
+    def __init__(self, rate: float, now: float, capacity: float | None = None) -> None:
         self.rate = rate
-        self.capacity = 2 * rate
+        self.capacity = 2 * rate if capacity is None else capacity
         self.level = self.capacity
         self.stamp = now
 
-    def take(self, amount: float, now: float) -> bool:
+    def _fill(self, now: float) -> None:
         self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
         self.stamp = now
+
+    def take(self, amount: float, now: float) -> bool:
+        self._fill(now)
         if self.level < amount:
             return False
         self.level -= amount
         return True
+
+    def borrow(self, amount: float, now: float) -> float:
+        """Take ``amount`` even when it is not there; the seconds until the bucket is out of debt again."""
+        self._fill(now)
+        self.level -= amount
+        return -self.level / self.rate if self.level < 0 else 0.0
+
+
+class _Close(Exception):
+    """The client sent something the connection cannot go on after."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
 
 
 class WebSocketAudioTransport:
     """One browser connection: its microphone into a pipeline, the bot's audio and events back.
 
     Args:
-        ws: A prepared ``aiohttp.web.WebSocketResponse`` (give it
-            ``max_msg_size=limits.hard_max_message_bytes``).
+        ws: A prepared ``aiohttp.web.WebSocketResponse`` (a :class:`CappedWebSocketResponse`,
+            or give it ``max_msg_size=limits.max_message_bytes``).
         sample_rate: The rate of the client's audio.
         limits: What the client may send.
-        user_id: Not stamped on frames; kept for the app (the STT stamps transcriptions).
+        user_id: Stamped on the client's own words (``client_words``); kept for the app.
+        client_words: Take ``{"type": "transcript"}`` messages as the user's words.
     """
 
     def __init__(
         self, ws: web.WebSocketResponse, *, sample_rate: int = 16000, limits: Limits | None = None,
-        user_id: str = "user",
+        user_id: str = "user", client_words: bool = False,
     ) -> None:
         self.ws = ws
         self.sample_rate = sample_rate
         self.limits = limits or Limits()
         self.user_id = user_id
+        self.client_words = client_words
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0
         with contextlib.suppress(RuntimeError):  # made on the loop (a request handler): events can go out now
@@ -169,7 +221,14 @@ class WebSocketAudioTransport:
         self._last_error = -10.0
         self.closed = False
         self.errors_sent = 0
+        self.paced_seconds = 0.0
+        """Seconds the reader waited because the client sent audio faster than real time."""
+        self.ended_cleanly: bool | None = None
+        """After the run: whether the pipeline finished within ``end_grace`` (``False``: it was cancelled)."""
         self._on_close: list[Callable[[], None]] = []
+        self._ended: asyncio.Event | None = None
+        self.started = False
+        """Whether :meth:`run` has begun (from then on it releases everything itself, ``on_close`` last)."""
 
     def on_close(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` when the connection's run ends (release what the app opened for it)."""
@@ -232,15 +291,22 @@ class WebSocketAudioTransport:
         self._audio_seconds += len(data) / (2 * self.sample_rate)
         return InputAudioRawFrame(data, self.sample_rate)
 
-    def _text_in(self, text: str) -> None:
+    def _text_in(self, text: str) -> Frame | None:
+        """A control message: answered here, or the frame it stands for (the client's words).
+
+        Raises:
+            _Close: JSON nested too deeply to parse (the connection ends; nothing is logged past INFO).
+        """
         try:
             message = json.loads(text)
+        except RecursionError:
+            raise _Close(WSCloseCode.POLICY_VIOLATION, NESTED_TOO_DEEPLY) from None
         except ValueError:
             self.error("a text message must be a JSON object such as {\"type\": \"ping\"}; it did not parse")
-            return
+            return None
         if not isinstance(message, dict):
             self.error("a text message must be a JSON object with a \"type\"")
-            return
+            return None
         kind = message.get("type")
         if kind == "ping":
             self.send({"type": "pong"})
@@ -249,19 +315,37 @@ class WebSocketAudioTransport:
             if rate != self.sample_rate:
                 self.error(f"this server takes {self.sample_rate} Hz mono 16-bit PCM, not {rate!r} Hz; "
                            f"resample before sending")
+        elif kind == "transcript" and self.client_words:
+            return self._words_in(message)
         else:
-            self.error(f"unknown message type {kind!r} (known: start, ping)")
+            known = "start, ping, transcript" if self.client_words else "start, ping"
+            self.error(f"unknown message type {str(kind)[:40]!r} (known: {known})")
+        return None
+
+    def _words_in(self, message: Mapping[str, Any]) -> Frame | None:
+        text, final, stamp = message.get("text"), message.get("final", True), message.get("timestamp", "")
+        if not isinstance(text, str) or not isinstance(final, bool) or not isinstance(stamp, str):
+            self.error("a transcript needs \"text\" (a string), optionally \"final\" (true or false) and "
+                       "\"timestamp\" (a string); dropped")
+            return None
+        if final:
+            return TranscriptionFrame(text, user_id=self.user_id, timestamp=stamp, finalized=True)
+        return InterimTranscriptionFrame(text, user_id=self.user_id, timestamp=stamp)
 
     # -- the run ----------------------------------------------------------------------
 
     async def run(self, stage: Stage, *, on_start: Callable[[], None] | None = None) -> None:
         """Run ``stage`` for this connection until the client goes away; everything it holds is released then.
 
-        ``on_start`` is called once the pipeline is subscribed (to send a greeting, ...).
+        ``on_start`` is called once the pipeline is subscribed (to send a greeting, ...). When the
+        client leaves, the pipeline gets an ``EndFrame`` and ``limits.end_grace`` seconds to let it
+        through (its last words recognized and written) before it is cancelled.
         """
         loop = asyncio.get_running_loop()
         self.loop = loop
         self._thread = threading.get_ident()
+        self._ended = asyncio.Event()
+        self.started = True
         runnable = stage if isinstance(stage, Pipeline) else pipeline(stage)
         session = Session(loop_scheduler(loop))
         down, up = runnable.duplex(self._input, reactivex.never())
@@ -269,15 +353,28 @@ class WebSocketAudioTransport:
         writer = loop.create_task(self._write())
         try:
             subscriptions.add(up.subscribe(lambda _f: None, lambda _e: None, scheduler=session))
-            subscriptions.add(down.subscribe(lambda _f: None, self._pipeline_failed, scheduler=session))
+            subscriptions.add(down.subscribe(self._out, self._pipeline_failed, self._completed, scheduler=session))
             self._input.on_next(StartFrame(audio_in_sample_rate=self.sample_rate))
             if on_start is not None:
                 on_start()
             await self._read(loop)
         finally:
+            # aiohttp cancels the handler when the client's connection drops: the close-down runs as a task of
+            # its own, so the pipeline's last words still get their grace and everything is released after.
+            closing = loop.create_task(self._close_down(subscriptions, writer))
+            _CLOSING.add(closing)
+            closing.add_done_callback(_CLOSING.discard)
+            await asyncio.shield(closing)
+
+    async def _close_down(self, subscriptions: CompositeDisposable, writer: asyncio.Task[None]) -> None:
+        try:
+            await self._finish()
+        finally:
             self.closed = True
-            with contextlib.suppress(Exception):
-                self._input.on_next(CancelFrame(reason="the client disconnected"))
+            assert self._ended is not None
+            if not self._ended.is_set():
+                with contextlib.suppress(Exception):
+                    self._input.on_next(CancelFrame(reason="the client disconnected"))
             subscriptions.dispose()
             for fn in self._on_close:
                 try:
@@ -288,21 +385,48 @@ class WebSocketAudioTransport:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await writer
 
+    def _out(self, frame: Frame) -> None:
+        if type(frame) is EndFrame:
+            self._completed()
+
+    def _completed(self) -> None:
+        ended, loop = self._ended, self.loop
+        if ended is None or loop is None:
+            return
+        if threading.get_ident() == self._thread:
+            ended.set()
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(ended.set)
+
+    async def _finish(self) -> None:
+        """The client left: let the ``EndFrame`` through the pipeline, for at most ``end_grace`` seconds."""
+        ended = self._ended
+        assert ended is not None
+        with contextlib.suppress(Exception):
+            self._input.on_next(EndFrame(reason="the client disconnected"))
+        try:
+            await asyncio.wait_for(ended.wait(), self.limits.end_grace)  # a real bound: the client is gone
+        except TimeoutError:
+            log.info("a pipeline did not finish within %.1f s of its client leaving; cancelled", self.limits.end_grace)
+            self.ended_cleanly = False
+        else:
+            self.ended_cleanly = True
+
     def _pipeline_failed(self, error: Exception) -> None:
         log.error("the pipeline failed: %r", error)
         self.send({"type": "error", "message": f"the server's pipeline failed: {error}"})
+        self._completed()
 
     async def _read(self, loop: asyncio.AbstractEventLoop) -> None:
         limits = self.limits
         messages = _Bucket(limits.messages_per_second, loop.time())
         volume = _Bucket(limits.bytes_per_second, loop.time())
+        pace = _Bucket(1.0, loop.time(), capacity=limits.max_ahead_seconds)  # seconds of audio per second
         feed = self._input.on_next
+        bytes_per_second = 2 * self.sample_rate
         async for msg in self.ws:
             now = loop.time()
-            if msg.type in (WSMsgType.BINARY, WSMsgType.TEXT) and len(msg.data) > limits.max_message_bytes:
-                self.error(f"a message of {len(msg.data)} bytes is over the cap of {limits.max_message_bytes} "
-                           "(send audio in chunks of 20-100 ms); dropped")
-                continue
             if msg.type == WSMsgType.BINARY:
                 data: bytes = msg.data
                 if not messages.take(1, now) or not volume.take(len(data), now):
@@ -311,20 +435,28 @@ class WebSocketAudioTransport:
                 frame = self._audio_in(data)
                 if frame is not None:
                     feed(frame)
+                    wait = pace.borrow(len(data) / bytes_per_second, now)
+                    if wait > 0:  # ahead of real time: stop reading, so the client's socket fills and it waits
+                        self.paced_seconds += wait
+                        await asyncio.sleep(wait)  # the real clock is the point: pacing a network peer
             elif msg.type == WSMsgType.TEXT:
                 if not messages.take(1, now):
                     self.error("too many messages: over the rate cap; dropped")
                     continue
-                self._text_in(msg.data)
+                try:
+                    words = self._text_in(msg.data)
+                except _Close as close:
+                    log.info("closed a connection: %s", close.reason)
+                    await self.ws.close(code=close.code, message=close.reason.encode()[:120])
+                    break
+                if words is not None:
+                    feed(words)
             elif msg.type == WSMsgType.ERROR:
                 error = self.ws.exception()
                 log.info("a client's connection failed: %r", error)
                 if not self.ws.closed:
                     await self.ws.close(code=WSCloseCode.MESSAGE_TOO_BIG, message=str(error).encode()[:120])
-                self.closed = True
                 break
-        with contextlib.suppress(Exception):
-            feed(EndFrame(reason="the client disconnected"))
 
     async def _write(self) -> None:
         queue = self._queue
@@ -375,71 +507,3 @@ class _OutputSession:
 
     def close(self) -> None:
         return None
-
-
-LIVE_TRANSPORTS: web.AppKey[set[WebSocketAudioTransport]] = web.AppKey("rxvoice_transports", set)
-"""The key of a :func:`voice_app`'s live connections: ``app[LIVE_TRANSPORTS]``."""
-
-STATIC = resources.files("rxvoice.transports") / "static"
-"""The built-in page (``index.html``, its script and audio worklet): the live turn inspector of ``rxvoice serve``."""
-
-
-def voice_app(
-    make_stage: Callable[[WebSocketAudioTransport], Stage],
-    *,
-    static: Path | None = None,
-    allowed_origins: tuple[str, ...] = (),
-    limits: Limits | None = None,
-    max_connections: int = 64,
-    sample_rate: int = 16000,
-) -> web.Application:
-    """An aiohttp app: the page at ``/``, its files under ``/static/``, one pipeline per WebSocket at ``/ws``.
-
-    Args:
-        make_stage: Builds the pipeline of a new connection (it may send events
-            through the transport and register cleanups with ``transport.on_close``).
-        static: The folder of the page (``index.html`` and what it loads); default: the built-in inspector.
-        allowed_origins: Origins besides the page's own that may open ``/ws`` (``"http://host:port"``).
-        limits: What each connection may send.
-        max_connections: Connections at once; more are refused with 503.
-        sample_rate: The rate of the clients' audio.
-
-    ``app[LIVE_TRANSPORTS]`` holds the live connections.
-    """
-    limits = limits or Limits()
-    folder = Path(str(static if static is not None else STATIC))
-    app = web.Application()
-    live: set[WebSocketAudioTransport] = set()
-    app[LIVE_TRANSPORTS] = live
-
-    async def page(_request: web.Request) -> web.StreamResponse:
-        return web.FileResponse(folder / "index.html", headers={"Cache-Control": "no-store"})
-
-    async def websocket(request: web.Request) -> web.StreamResponse:
-        if not origin_allowed(request.headers.get("Origin"), request.host, allowed_origins):
-            log.warning("refused a WebSocket from origin %s (this page is %s)", request.headers.get("Origin"),
-                        request.host)
-            raise web.HTTPForbidden(text="this server only takes WebSockets from its own page")
-        if len(live) >= max_connections:
-            raise web.HTTPServiceUnavailable(text=f"{max_connections} connections already: try again later")
-        ws = web.WebSocketResponse(max_msg_size=limits.hard_max_message_bytes, heartbeat=30.0)
-        await ws.prepare(request)
-        transport = WebSocketAudioTransport(ws, sample_rate=sample_rate, limits=limits)
-        live.add(transport)
-        try:
-            stage = make_stage(transport)
-            await transport.run(stage)
-        except Exception as exc:
-            log.exception("a connection's pipeline failed")
-            if not ws.closed:
-                await ws.send_str(json.dumps({"type": "error", "message": f"the server failed: {exc}"}))
-        finally:
-            live.discard(transport)
-            if not ws.closed:
-                await ws.close()
-        return ws
-
-    app.router.add_get("/", page)
-    app.router.add_get("/ws", websocket)
-    app.router.add_static("/static/", folder, show_index=False)
-    return app

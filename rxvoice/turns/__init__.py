@@ -47,6 +47,7 @@ from .mute import (
     MuteUntilFirstBotComplete,
 )
 from .offload import Offload, SchedulerOffload, inline_offload
+from .reasons import REASON_KINDS, TurnEndReason
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (
     TRANSCRIPT_GRACE,
@@ -57,9 +58,11 @@ from .stop import (
     TurnAnalyzerStop,
 )
 from .strategy import StartStrategy, StopStrategy, Strategy
+from .words_wait import WordsState, WordsWait
 
 __all__ = [
     "DEFAULT_INTERRUPTED_PROMPT",
+    "REASON_KINDS",
     "RECOVERY_WINDOW",
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
@@ -95,6 +98,7 @@ __all__ = [
     "TranscriptionStart",
     "TurnAnalyzerStop",
     "TurnController",
+    "TurnEndReason",
     "TurnMachine",
     "TurnPort",
     "TurnScan",
@@ -105,6 +109,8 @@ __all__ = [
     "WakePhraseStart",
     "WordRules",
     "Words",
+    "WordsState",
+    "WordsWait",
     "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",

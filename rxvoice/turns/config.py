@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._seconds import optional_seconds
 from ..errors import ConfigurationError
-from ..frames import MAX_SECONDS
 from .mute import MuteStrategy
 from .start import ExternalStart, TranscriptionStart, VADStart
 from .stop import ExternalStop, SpeechTimeoutStop
@@ -123,14 +122,7 @@ class EmptyUserTurnConfig:
 
 
 def _seconds(name: str, value: float | None, *, allow_zero: bool = True) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"{name} must be a finite number of seconds, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ConfigurationError(f"{name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
-    if value > MAX_SECONDS:
-        raise ConfigurationError(f"{name} must be at most {MAX_SECONDS:g} seconds (one day), got {value!r}")
+    optional_seconds(value, f"TurnsConfig.{name}", positive=not allow_zero)
 
 
 def _chain(name: str, value: object) -> None:

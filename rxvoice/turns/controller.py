@@ -74,6 +74,8 @@ class TurnController:
             )
             for t in types
         }
+        self.adopted: frozenset[type[Frame]] = frozenset(t for t, (a, b) in self.routes.items() if a or b)
+        """The frame types some strategy sees (an announced turn no strategy takes is only the user's voice)."""
         self.resolves_proposed_starts = any(s.resolves_proposals for s in self.start)
         """Whether a start strategy turns proposed starts into turns (so they are not passed on)."""
         self.resolves_proposed_stops = any(s.resolves_proposals for s in self.stop)

@@ -25,66 +25,64 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
+from .._seconds import check_seconds
 from ..errors import ConfigurationError
 from ..frames import (
     Frame,
     InputAudioRawFrame,
-    InterimTranscriptionFrame,
-    SpeechControlParamsFrame,
     StartFrame,
-    STTMetadataFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
-from .config import RECOVERY_WINDOW
-from .ending import UNSURE, WordsEnd, WordsEndModel, default_words_end, plain_words, reading_in_progress, stt_confidence
-from .stop import (
-    _analyze,
-    _begin,
-    _clear,
-    _feed,
-    _words,
-    verdict_effects,
-    words_timeout,
+from .analyzer import (
+    AnalyzerSession,
+    Asks,
+    EndOfTurnAnalyzer,
+    announce_params,
+    answered,
+    ask,
+    clear_stream,
+    close_session,
+    fed,
+    feed_audio,
+    open_session,
+    vad_started,
 )
-from .strategy import NOTHING, Analyze, Arm, Disarm, Effect, Effects, Push, StopStrategy, Touch, stopped
+from .ending import UNSURE, WordsEnd, WordsEndModel, default_words_end, plain_words, reading_in_progress, stt_confidence
+from .reasons import TurnEndReason, model_label, no_vad_reason
+from .strategy import NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
 from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence
+from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = ["FusedTurnState", "FusedTurnStop"]
 
 log = logging.getLogger("rxvoice.turns.fused")
 
-_EPS = 1e-6
+_DECIDE = "decide"
 _TICK = 1e-3
 """Timers are compared at a millisecond: a clock that rounds never re-arms a wait shorter than this."""
-_NEVER = -math.inf
-_VERDICT = "v"
-_TIMERS: Effects = (Disarm("decide"), Disarm("grace"), Disarm("stt"))
 _VERDICT_WAIT = 0.5
 """Seconds after the VAD stop an audio verdict is waited for before the words and silence decide alone."""
+
+
+def _after(seconds: float) -> Arm:
+    """The decide timer, ``seconds`` from now rounded up to the millisecond (the clocks round to the
+    microsecond: a deadline finer than that would be re-armed forever)."""
+    return Arm(_DECIDE, math.ceil(max(seconds, _TICK) * 1000.0 - 1e-6) / 1000.0)
 
 
 class FusedTurnState(NamedTuple):
     """Where a fused decision stands (one session's, never mutated)."""
 
-    speaking: bool = False
-    vad_stopped: bool = False
-    no_vad: bool = False
-    speech_end: float = _NEVER
-    text: str = ""
-    text_at: float = _NEVER
-    finalized: bool = False
-    grace_done: bool = False
-    stt_done: bool = False
+    words: WordsState = WordsState()
+    """The wait for the words of the last speech (and the turn's words so far)."""
+    asks: Asks = Asks()
+    """The questions to the audio model."""
     probability: float | None = None
-    segment: int = 0
-    inflight: bool = False
-    reanalyze: bool = False
-    asked_at: float = 0.0
-    stt_timeout: float = 0.0
-    stt_known: bool = False
+    """The audio model's probability for the last pause (``None``: no verdict yet)."""
+    no_vad: bool = False
+    """No VAD around the words: the quiet after them decides."""
     answered: bool = False
     confidence: float | None = None
     """The STT's confidence in the last final's words (``None``: not given)."""
@@ -92,19 +90,20 @@ class FusedTurnState(NamedTuple):
     """The STT said the last final is in a language the words' signal does not read."""
     longest_pause: float = 0.0
     """The longest pause the speaker came back from in this turn (its rhythm)."""
-    stopped_at: float = _NEVER
-    carried: tuple[str, float] = ("", 0.0)
-    """The words and rhythm of the turn that ended last, for a turn reopened right after it."""
+    last_rhythm: float = 0.0
+    """The rhythm of the turn that ended last (a reopened turn goes on with it)."""
+    reopened_after: float = -math.inf
+    """A reopened turn: when the speech before the false end ended (its pause counts as one)."""
 
+    @property
+    def speaking(self) -> bool:
+        """The VAD hears speech."""
+        return self.words.speaking
 
-def _after(seconds: float) -> Arm:
-    """The decide timer, ``seconds`` from now rounded up to the millisecond (the clocks round to the
-    microsecond: a deadline finer than that would be re-armed forever)."""
-    return Arm("decide", math.ceil(max(seconds, _TICK) * 1000.0 - 1e-6) / 1000.0)
-
-
-def _text_of(frame: Frame) -> str:
-    return str(getattr(frame, "text", "")).strip()
+    @property
+    def text(self) -> str:
+        """The turn's words so far."""
+        return self.words.text
 
 
 @dataclass(frozen=True)
@@ -113,9 +112,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
 
     Every wait counts seconds of silence after the speech ended (the VAD stop
     minus its ``stop_secs``), and the words of that speech are always awaited
-    first: a final transcript that arrived after the speech ended, or, when
-    none comes, the STT's published p99 latency
-    (``STTMetadataFrame.ttfs_p99_latency``) or
+    first (:class:`~rxvoice.turns.words_wait.WordsWait`): a final transcript
+    that arrived after the speech ended, or, when none comes, the STT's
+    published p99 latency (``STTMetadataFrame.ttfs_p99_latency``) or
     :data:`~rxvoice.turns.TRANSCRIPT_GRACE`. Then the evidence (the audio
     model's probability, the words' end probability from ``words_end``, a
     number or spelling being read and its rhythm, the turn's length) gives
@@ -159,10 +158,8 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
     _words_end: WordsEndModel | None = field(default=None, init=False, repr=False, compare=False)
-    handles: ClassVar[frozenset[type[Frame]]] = frozenset({
-        InputAudioRawFrame, StartFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
-        TranscriptionFrame, InterimTranscriptionFrame, STTMetadataFrame,
-    })
+    words: WordsWait = field(init=False, repr=False, compare=False)
+    handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES | {InputAudioRawFrame, StartFrame}
 
     def __post_init__(self) -> None:
         if self.analyzer is not None and not callable(getattr(self.analyzer, "open_stream", None)):
@@ -175,9 +172,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         check_patience(self.patience, "FusedTurnStop.patience")
         if not isinstance(self.wait_model, WaitModel):
             raise ConfigurationError(f"FusedTurnStop.wait_model must be a WaitModel, got {self.wait_model!r}")
-        t = self.transcript_timeout
-        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or not 0.0 <= t <= 30.0:
-            raise ConfigurationError(f"FusedTurnStop.transcript_timeout must be in [0, 30] seconds, got {t!r}")
+        check_seconds(self.transcript_timeout, "FusedTurnStop.transcript_timeout", high=30.0)
         words_end = self.words_end
         if words_end is None:
             words_end = default_words_end(self.language)
@@ -186,8 +181,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
                 f"FusedTurnStop.words_end needs a judge(text, confidence) method, got {words_end!r}"
             )
         object.__setattr__(self, "_words_end", words_end)
+        object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
 
-    # -- the decision -------------------------------------------------------------------------
+    # -- the decision: the evidence, the silence it needs, and why ---------------------------------
 
     def judge_words(self, text: str, confidence: float | None = None) -> WordsEnd:
         """What the words say (unsure, weighing nothing, when the signal cannot read them or fails)."""
@@ -216,62 +212,74 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         return needed_silence(self.wait_model, evidence, self.patience)
 
     def explain(self, evidence: Evidence) -> tuple[str, str]:
-        """``(cause, reason)`` of an answer on this evidence: ``model``/``words`` when it answered as soon
+        """``(kind, text)`` of an answer on this evidence: ``model``/``words`` when it answered as soon
         as the words were in (the audio or the words carried it), ``sequence`` when a reading waited its
         rhythm, ``unfinished`` when the words held it, ``unsure`` otherwise."""
         need = self.needed_silence(evidence)
-        audio = "no audio verdict" if evidence.audio is None else f"audio p={evidence.audio:.2f}"
+        model = model_label(self.analyzer)
+        if self.analyzer is None:
+            audio = "no audio model"
+        else:
+            audio = f"{model}: no verdict" if evidence.audio is None else f"{model} p={evidence.audio:.2f}"
         odds = end_log_odds(self.wait_model, evidence)
         said = f"{audio}, {evidence.words.reason}, end odds {odds:+.1f}"
-        if need <= _EPS:
-            cause = "model" if evidence.audio is not None and evidence.audio > 0.5 else "words"
-            return cause, f"{said}: answered when the words were in"
+        if need <= _TICK:
+            kind = "model" if evidence.audio is not None and evidence.audio > 0.5 else "words"
+            return kind, f"{said}: answered when the words were in"
         if evidence.reading:
-            cause = "sequence"
+            kind = "sequence"
         elif evidence.words.weight > 0 and evidence.words.probability < 0.2:
-            cause = "unfinished"
+            kind = "unfinished"
         else:
-            cause = "unsure"
-        return cause, f"{said}: waited {need:.2f} s of silence"
+            kind = "unsure"
+        return kind, f"{said}: waited {need:.2f} s of silence"
+
+    def end_reason(self, s: FusedTurnState, evidence: Evidence, now: float) -> TurnEndReason:
+        """Why this strategy answers now, as the calibrated wait saw it."""
+        kind, text = self.explain(evidence)
+        waited = abs(now - s.words.text_at) < _TICK and self.needed_silence(evidence) < now - s.words.speech_end
+        words = None if evidence.words.weight == 0 else ("complete" if evidence.words.probability >= 0.5
+                                                         else "incomplete")
+        return TurnEndReason(kind, text + (", then waited for the words" if waited else ""),
+                             probability=s.probability, silence=self.needed_silence(evidence), words=words,
+                             waited_for_words=waited)
 
     def _evidence(self, s: FusedTurnState) -> Evidence | None:
         """The evidence, once the last speech's words are in (``None``: still waiting)."""
-        fresh = s.text_at >= s.speech_end - _EPS
-        if self.wait_for_transcript:
-            if not s.text:
-                return None  # no words at all: nothing to answer (the watchdog closes an empty turn)
-            if not (s.finalized or s.stt_done):
-                return None
-            if not fresh and not s.grace_done:
-                return None
-        return self.evidence(s.text, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
-                             fresh=fresh, foreign=s.foreign)
+        w = s.words
+        if not self.words.ready(w):
+            return None  # no words at all, or not the last speech's yet (the watchdog closes an empty turn)
+        fresh = w.fresh or not self.wait_for_transcript
+        return self.evidence(w.text, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
+                             fresh=fresh and bool(w.text), foreign=s.foreign)
 
     def _decide(self, s: FusedTurnState, now: float, effects: list[Effect]) -> tuple[FusedTurnState, Effects]:
-        if s.speaking or not s.vad_stopped or s.answered:
+        """Answer now, or arm the wait for the silence the evidence needs."""
+        if s.words.speaking or not s.words.vad_stopped or s.answered:
             return s, tuple(effects)
         evidence = self._evidence(s)
         if evidence is None:
             return s, tuple(effects)
-        if s.inflight and s.probability is None and self.analyzer is not None:
+        if self.analyzer is not None and s.probability is None and s.asks.inflight:
             # The audio model's verdict on this pause is on its way: wait for it (bounded).
-            pending = s.asked_at + _VERDICT_WAIT - now
+            pending = s.asks.asked_at + _VERDICT_WAIT - now
             if pending > _TICK:
                 return s, (*effects, _after(pending))
         need = self.needed_silence(evidence)
-        silence = now - s.speech_end
+        silence = now - s.words.speech_end
         if silence >= need - _TICK:
-            return s._replace(answered=True), (*effects, *_TIMERS, *stopped())
+            return self._answer(s, effects, self.end_reason(s, evidence, now))
         return s, (*effects, _after(need - silence))
 
-    def _ask(self, s: FusedTurnState, now: float, effects: list[Effect]) -> FusedTurnState:
-        if self.analyzer is None:
-            return s
-        if s.inflight:
-            return s._replace(reanalyze=True)
-        effects.append(Touch(_begin))
-        effects.append(Analyze(f"{_VERDICT}{s.segment}", _analyze))
-        return s._replace(inflight=True, reanalyze=False, asked_at=now)
+    def _decide_without_vad(self, s: FusedTurnState, text: str) -> float:
+        """With no VAD around the words, the quiet after them that answers."""
+        evidence = self.evidence(text, None, confidence=s.confidence, foreign=s.foreign)
+        return max(self.transcript_timeout, self.needed_silence(evidence))
+
+    def _answer(
+        self, s: FusedTurnState, effects: list[Effect], reason: TurnEndReason
+    ) -> tuple[FusedTurnState, Effects]:
+        return s._replace(answered=True), (*effects, Disarm(_DECIDE), *self.words.cancel, *stopped(reason=reason))
 
     def _foreign(self, frame: Frame) -> bool:
         language = getattr(frame, "language", None)
@@ -280,136 +288,89 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         ours = self.language.strip().replace("_", "-").split("-", 1)[0].lower()
         return language.strip().replace("_", "-").split("-", 1)[0].lower() != ours
 
-    # -- the protocol -------------------------------------------------------------------------
+    # -- the waiting: the words of the last speech, the model's verdicts, the timers --------------
 
     def initial(self) -> FusedTurnState:
         return FusedTurnState()
 
     def open_resource(self, sample_rate: int) -> AnalyzerSession | None:
-        return None if self.analyzer is None else AnalyzerSession(self.analyzer, sample_rate)
+        return open_session(self.analyzer, sample_rate)
 
     def close_resource(self, resource: Any) -> None:
-        if isinstance(resource, AnalyzerSession):
-            resource.close()
+        close_session(resource)
+
+    def _ask(self, s: FusedTurnState, now: float, effects: list[Effect]) -> FusedTurnState:
+        return s if self.analyzer is None else s._replace(asks=ask(s.asks, now, effects))
 
     def on_frame(self, state: FusedTurnState, frame: Frame, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
         t = type(frame)
         if t is InputAudioRawFrame:
-            if self.analyzer is None:
-                return s, NOTHING
-            return s, _feed(frame, s.speaking, "audio")
+            return (s, NOTHING) if self.analyzer is None else (s, feed_audio(frame, s.words.speaking, "audio"))
+        if t is StartFrame:
+            return (s, NOTHING) if self.analyzer is None else (s, announce_params(self.analyzer))
+        before = s.words
+        words, effects = self.words.on_frame(s.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
-            secs = float(getattr(frame, "start_secs", 0.0))
             longest = s.longest_pause
-            if s.speech_end > _NEVER:  # the speaker comes back from a pause of this turn
-                longest = max(longest, now - secs - s.speech_end)
-            s = s._replace(
-                speaking=True, vad_stopped=False, no_vad=False, probability=None, grace_done=False,
-                stt_done=False, segment=s.segment + 1, reanalyze=False, answered=False, longest_pause=longest,
-            )
+            back_from = before.speech_end if before.vad_stopped else s.reopened_after
+            if math.isfinite(back_from):  # back from a pause of this turn
+                longest = max(longest, now - float(getattr(frame, "start_secs", 0.0)) - back_from)
+            s = s._replace(words=words, asks=s.asks.next_segment(), probability=None, no_vad=False,
+                           answered=False, longest_pause=longest, reopened_after=-math.inf)
             if self.analyzer is None:
-                return s, _TIMERS
-            return s, (*_TIMERS, Touch(lambda r: r.update_vad_start_secs(secs)))
+                return s, (Disarm(_DECIDE), *effects)
+            return s, (Disarm(_DECIDE), *effects, *vad_started(frame))
         if t is VADUserStoppedSpeakingFrame:
-            stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            speech_end = now - stop_secs
-            effects: list[Effect] = [Disarm("decide")]
-            stt_wait = s.stt_timeout - stop_secs
-            stt_done = s.finalized or stt_wait <= 0
-            if not stt_done:
-                effects.append(Arm("stt", stt_wait))
-            grace = words_timeout(s.stt_known, s.stt_timeout) - stop_secs
-            fresh = s.text_at >= speech_end - _EPS
-            if not fresh and grace > 0:
-                effects.append(Arm("grace", grace))
-            s = s._replace(
-                speaking=False, vad_stopped=True, no_vad=False, speech_end=speech_end, probability=None,
-                stt_done=stt_done, grace_done=fresh or grace <= 0,
-            )
-            s = self._ask(s, now, effects)
-            return self._decide(s, now, effects)
-        if t is TranscriptionFrame:
-            if not _words(frame):
-                return s, NOTHING
-            text = f"{s.text} {_text_of(frame)}".strip()
-            finalized = bool(getattr(frame, "finalized", False)) or s.finalized
-            s = s._replace(
-                text=text, text_at=now, finalized=finalized, stt_done=s.stt_done or finalized,
-                confidence=stt_confidence(getattr(frame, "result", None)), foreign=self._foreign(frame),
-            )
-            if not s.speaking and not s.vad_stopped:
-                # No VAD around these words: count the quiet from them.
-                evidence = self.evidence(text, None, confidence=s.confidence, foreign=s.foreign)
-                wait = max(self.transcript_timeout, self.needed_silence(evidence))
-                return s._replace(no_vad=True, answered=False), (Disarm("grace"), Disarm("stt"), _after(wait))
-            out: list[Effect] = [Disarm("grace")]
-            if finalized:
-                out.append(Disarm("stt"))
+            out: list[Effect] = [Disarm(_DECIDE), *effects]
+            s = self._ask(s._replace(words=words, no_vad=False, probability=None), now, out)
             return self._decide(s, now, out)
-        if t is InterimTranscriptionFrame:
-            return (s._replace(finalized=False), NOTHING) if s.finalized else (s, NOTHING)
-        if t is STTMetadataFrame:
-            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
-            return s._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
-        if t is StartFrame and self.analyzer is not None:
-            params = getattr(self.analyzer, "params", None)
-            return s, (Push(SpeechControlParamsFrame(turn_params=params), both_ways=True),)
-        return s, NOTHING
+        if t is TranscriptionFrame and has_words(frame):
+            s = s._replace(confidence=stt_confidence(getattr(frame, "result", None)), foreign=self._foreign(frame))
+            if s.words.no_vad:  # no VAD around these words: count the quiet from them
+                s = s._replace(words=words, no_vad=True, answered=False)
+                return s, (*effects, _after(self._decide_without_vad(s, words.text)))
+            return self._decide(s._replace(words=words), now, list(effects))
+        return s._replace(words=words), effects
 
     def on_timer(self, state: FusedTurnState, key: str, now: float) -> tuple[FusedTurnState, Effects]:
         s = state
-        if key == "decide" and s.no_vad:
-            return s._replace(answered=True), (*_TIMERS, *stopped())
-        if key == "grace":
-            s = s._replace(grace_done=True)
-        elif key == "stt":
-            s = s._replace(stt_done=True)
-        elif key == "decide":
-            if s.inflight and s.probability is None and now >= s.asked_at + _VERDICT_WAIT - _TICK:
-                s = s._replace(inflight=False)  # the verdict is late: the words and the silence decide
-        else:
-            return s, NOTHING
-        return self._decide(s, now, [])
+        if key == _DECIDE:
+            if s.no_vad:
+                return self._answer(s, [], no_vad_reason(self.transcript_timeout))
+            if s.asks.inflight and s.probability is None and now >= s.asks.asked_at + _VERDICT_WAIT - _TICK:
+                s = s._replace(asks=s.asks._replace(inflight=False))  # late: the words and silence decide
+            return self._decide(s, now, [])
+        words = self.words.on_timer(s.words, key)
+        return (s, NOTHING) if words is None else self._decide(s._replace(words=words), now, [])
 
     def on_result(self, state: FusedTurnState, key: str, value: Any, now: float) -> tuple[FusedTurnState, Effects]:
-        s = state
-        if not key.startswith(_VERDICT):
-            # Audio feeding: the stream's own 3 s fallback is not used (the wait bounds itself).
-            if isinstance(value, BaseException):
-                log.warning("feeding the end-of-turn analyzer failed (%s); chunk skipped", value)
-            return s, NOTHING
-        complete, probability, effects = verdict_effects(value, now - s.asked_at)
-        current = key == f"{_VERDICT}{s.segment}"
-        reanalyze = s.reanalyze
-        s = s._replace(inflight=False, reanalyze=False)
-        if reanalyze:
-            s = self._ask(s, now, effects)
-        if not current or s.speaking:
+        asks, answer, effects = answered(state.asks, key, value, now)
+        if answer is None:  # audio fed: the stream's own 3 s fallback is not used (the wait bounds itself)
+            fed(value)
+            return state, NOTHING
+        s = state._replace(asks=asks)
+        if not answer.current or s.words.speaking:
             return s, tuple(effects)
-        if probability is None:
-            probability = 0.9 if complete else 0.1
-        return self._decide(s._replace(probability=probability), now, effects)
+        p = answer.probability
+        if p is None:
+            p = 0.9 if answer.complete else 0.1
+        return self._decide(s._replace(probability=p), now, effects)
 
     def on_turn_started(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
-        words, rhythm = state.carried
-        reopened = bool(words) and now - state.stopped_at <= RECOVERY_WINDOW + _EPS
-        # A turn reopened right after a false end goes on with its words and rhythm (the aggregator
-        # joins them into one message); any other turn starts afresh.
-        s = state._replace(
-            vad_stopped=False, no_vad=False, text=words if reopened else "", text_at=_NEVER, finalized=False,
-            probability=None, grace_done=False, stt_done=False, answered=False,
-            speech_end=state.speech_end if reopened else _NEVER, longest_pause=rhythm if reopened else 0.0,
-            carried=("", 0.0), confidence=state.confidence if reopened else None,
-        )
-        return s, _TIMERS
+        words, effects = self.words.reset(state.words)
+        s = FusedTurnState(words, state.asks, last_rhythm=state.last_rhythm)
+        return s, (Disarm(_DECIDE), *effects)
 
     def on_turn_stopped(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
-        s = state._replace(
-            vad_stopped=False, no_vad=False, text="", text_at=_NEVER, finalized=False, probability=None,
-            grace_done=False, stt_done=False, segment=state.segment + 1, reanalyze=False, answered=False,
-            stopped_at=now, carried=(state.text, state.longest_pause),
-        )
+        words, effects = self.words.reset(state.words)
+        s = FusedTurnState(words, state.asks.next_segment(), last_rhythm=state.longest_pause)
         if self.analyzer is None:
-            return s, _TIMERS
-        return s, (*_TIMERS, Touch(_clear))
+            return s, (Disarm(_DECIDE), *effects)
+        return s, (Disarm(_DECIDE), *effects, *clear_stream())
+
+    def on_turn_resumed(self, state: FusedTurnState, words: str, now: float) -> tuple[FusedTurnState, Effects]:
+        # The reopened turn keeps its words and its rhythm: "one" [answered] "two" reads as a number being
+        # read again, and waits as such; the pause that was cut counts as one the speaker came back from.
+        w = self.words.resumed(state.words, words)
+        return state._replace(words=w, longest_pause=state.last_rhythm, reopened_after=state.words.speech_end), NOTHING

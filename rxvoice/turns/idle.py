@@ -7,7 +7,9 @@ upstream), and after a user turn that nobody will answer (an empty or
 noise-only turn, so a cough does not silence the watch for good). A user
 turn that was answered starts nothing: its reply is pending, and the clock
 waits for the bot to have spoken, however slow the model. The watch pauses
-while the bot speaks or a tool call runs, and it fires once per arming.
+while the bot speaks, a tool call runs or the user's voice is heard (a VAD
+or a service hears speech that has not made a turn yet), and it fires once
+per arming. A timeout update re-arms only a watch that is waiting.
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ from ..frames import (
     FunctionCallResultFrame,
     FunctionCallsStartedFrame,
     LLMContextAssistantTurnFrame,
+    ProposedUserStartedSpeakingFrame,
+    ProposedUserStoppedSpeakingFrame,
     UserIdleTimeoutUpdateFrame,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
 )
 
-__all__ = ["IDLE_TYPES", "IdleEffect", "IdleState", "idle_fired", "idle_step"]
+__all__ = ["IDLE_TYPES", "SPEECH_TYPES", "IdleEffect", "IdleState", "idle_fired", "idle_heard", "idle_step"]
 
 IDLE_TYPES: frozenset[type[Frame]] = frozenset({
     BotStartedSpeakingFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame,
@@ -35,6 +41,11 @@ IDLE_TYPES: frozenset[type[Frame]] = frozenset({
     LLMContextAssistantTurnFrame,
 })
 """The frame types the idle watch reacts to."""
+
+SPEECH_ON: frozenset[type[Frame]] = frozenset({VADUserStartedSpeakingFrame, ProposedUserStartedSpeakingFrame})
+SPEECH_OFF: frozenset[type[Frame]] = frozenset({VADUserStoppedSpeakingFrame, ProposedUserStoppedSpeakingFrame})
+SPEECH_TYPES: frozenset[type[Frame]] = SPEECH_ON | SPEECH_OFF
+"""The user's voice as a VAD or a service hears it: the watch pauses while it is heard."""
 
 
 class IdleState(NamedTuple):
@@ -47,6 +58,7 @@ class IdleState(NamedTuple):
     calls: int = 0
     paused: bool = False
     reply_pending: bool = False
+    user_speaking: bool = False
 
 
 class IdleEffect(NamedTuple):
@@ -64,50 +76,77 @@ def _arm(state: IdleState) -> tuple[IdleEffect, ...]:
     return (IdleEffect("arm", state.timeout),) if state.timeout > 0 else _NOTHING
 
 
+def _resume(s: IdleState) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+    """The watch was interrupted (a call, the user's voice): it waits again if nothing else holds it."""
+    if s.paused and not s.bot_speaking and not s.user_turn and not s.user_speaking and s.calls == 0 \
+            and not s.reply_pending:
+        s = s._replace(waiting=True, paused=False)
+        return s, _arm(s)
+    return s, _NOTHING
+
+
+def _wait(s: IdleState) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+    """The user is now the one expected to speak: wait for them (after their voice, if it is heard)."""
+    if s.user_speaking:
+        return s._replace(waiting=False, paused=True), _NOTHING
+    s = s._replace(waiting=True)
+    return s, _arm(s)
+
+
+def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+    """The user's voice is heard (``speaking``), or no longer: the watch pauses, then resumes from its end.
+
+    Speech that opens a turn hands the watch to the turn (its end decides);
+    speech that makes no turn (a cough with a transcript-started turn, a
+    turn another stage decides) resumes the watch when it ends.
+    """
+    if speaking:
+        return state._replace(user_speaking=True, waiting=False, paused=state.paused or state.waiting), _DISARM
+    return _resume(state._replace(user_speaking=False))
+
+
 def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tuple[IdleState, tuple[IdleEffect, ...]]:
-    """React to one frame of a type in :data:`IDLE_TYPES`.
+    """React to one frame of a type in :data:`IDLE_TYPES` or :data:`SPEECH_TYPES`.
 
     ``answered`` goes with a user turn's end: the turn wrote words and asked
     for a reply (the watch then waits for the bot to have spoken).
     """
-    timeout, waiting, bot, user_turn, calls, paused, pending = state
     t = type(frame)
+    if t in SPEECH_ON:
+        return idle_heard(state, True)
+    if t in SPEECH_OFF:
+        return idle_heard(state, False)
     if t is BotStoppedSpeakingFrame:
-        if not user_turn and calls == 0:
-            s = IdleState(timeout, True, False, user_turn, calls, paused, False)
-            return s, _arm(s)
-        return IdleState(timeout, waiting, False, user_turn, calls, paused, False), _NOTHING
+        s = state._replace(bot_speaking=False, reply_pending=False)
+        if not s.user_turn and s.calls == 0:
+            return _wait(s)
+        return s, _NOTHING
     if t is BotStartedSpeakingFrame:
-        return IdleState(timeout, False, True, user_turn, calls, False, False), _DISARM
+        return state._replace(waiting=False, bot_speaking=True, paused=False, reply_pending=False), _DISARM
     if t is UserStartedSpeakingFrame:
-        return IdleState(timeout, False, bot, True, calls, False, False), _DISARM
+        return state._replace(waiting=False, user_turn=True, paused=False, reply_pending=False), _DISARM
     if t is UserStoppedSpeakingFrame:
+        s = state._replace(user_turn=False)
         if answered:  # a reply is on its way: the user is not the one expected to speak
-            return IdleState(timeout, False, bot, False, calls, False, True), _NOTHING
-        if not bot and calls == 0:
-            s = IdleState(timeout, True, bot, False, calls, paused, pending)
-            return s, _arm(s)
-        return IdleState(timeout, waiting, bot, False, calls, paused, pending), _NOTHING
+            return s._replace(waiting=False, paused=False, reply_pending=True), _NOTHING
+        if not s.bot_speaking and s.calls == 0:
+            return _wait(s)
+        return s, _NOTHING
     if t is LLMContextAssistantTurnFrame:
         # The bot's turn is written. Without speech output nothing else says it is over.
-        if pending and not bot and not user_turn and calls == 0:
-            s = IdleState(timeout, True, bot, user_turn, calls, paused, False)
-            return s, _arm(s)
+        if state.reply_pending and not state.bot_speaking and not state.user_turn and state.calls == 0:
+            return _wait(state._replace(reply_pending=False))
         return state, _NOTHING
     if isinstance(frame, FunctionCallsStartedFrame):
         n = len(frame.function_calls)
-        return IdleState(timeout, False, bot, user_turn, calls + n, paused or waiting, pending), _DISARM
+        return state._replace(waiting=False, calls=state.calls + n, paused=state.paused or state.waiting), _DISARM
     if isinstance(frame, FunctionCallResultFrame | FunctionCallCancelFrame):
         props = frame.properties if isinstance(frame, FunctionCallResultFrame) else None
         if props is not None and not props.is_final:
             return state, _NOTHING
-        left = max(0, calls - 1)
-        if left == 0 and paused and not bot and not user_turn:
-            s = IdleState(timeout, True, bot, user_turn, 0, False, pending)
-            return s, _arm(s)
-        return IdleState(timeout, waiting, bot, user_turn, left, paused, pending), _NOTHING
+        return _resume(state._replace(calls=max(0, state.calls - 1)))
     if isinstance(frame, UserIdleTimeoutUpdateFrame):
-        s = IdleState(float(frame.timeout), waiting, bot, user_turn, calls, paused, pending)
+        s = state._replace(timeout=float(frame.timeout))
         if s.timeout <= 0:
             return s, _DISARM
         return s, (_arm(s) if s.waiting else _NOTHING)
@@ -116,6 +155,7 @@ def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tupl
 
 def idle_fired(state: IdleState) -> tuple[IdleState, tuple[IdleEffect, ...]]:
     """The timer fired: raise the idle event if the user is still the one expected to speak."""
-    if state.waiting and not state.bot_speaking and not state.user_turn and state.calls == 0:
+    s = state
+    if s.waiting and not s.bot_speaking and not s.user_turn and not s.user_speaking and s.calls == 0:
         return state, (IdleEffect("fire"),)
     return state, _NOTHING

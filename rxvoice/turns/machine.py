@@ -91,9 +91,10 @@ from ..frames import (
 )
 from .config import TurnsConfig
 from .controller import ACTIVITY, SPEAKING_OFF, SPEAKING_ON, TurnController
-from .idle import IDLE_TYPES, IdleState, idle_fired, idle_step
+from .idle import IDLE_TYPES, SPEECH_TYPES, IdleState, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteStrategy, mute_types
+from .reasons import TurnEndReason, end_of_session_reason, watchdog_reason
 from .recommend import recommended_controller
 from .reports import (
     EVENT_USER_MUTE_STARTED,
@@ -372,7 +373,8 @@ class TurnMachine:
         words.commit(now)
         content, uid, started = words.content()
         if (s.open or content) and s.port.listens(EVENT_USER_TURN_STOPPED):
-            s.port.event(EVENT_USER_TURN_STOPPED, self._report(s, None, content, uid, started, now))
+            s.port.event(EVENT_USER_TURN_STOPPED,
+                         self._report(s, None, content, uid, started, now, end_of_session_reason()))
         words.ended(now)
         s.port.disarm_all()
         s.watchdog_armed = False
@@ -396,8 +398,9 @@ class TurnMachine:
             start_ok = self._frame(s, frame, t, direction, now)
             if t in s.controller.handled_types:
                 self._decide(s, frame, now, start_ok)
-            if t in IDLE_TYPES and (t not in _TURN_FRAMES or t not in s.controller.routes):
-                self._idle(s, frame, answered=False)
+            if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
+                # A turn announced elsewhere that no strategy here takes: the stage that announced it answers it.
+                self._idle(s, frame, answered=t is UserStoppedSpeakingFrame)
         finally:
             s.deciding = False
         if s.later:
@@ -440,6 +443,7 @@ class TurnMachine:
             # The user's "stopped" will be dropped while muted: take the speech as over now, so the
             # turn can end (and the watchdog close it) instead of hanging.
             self._decide(s, _MUTED_STOP, now, False)
+            self._idle(s, _MUTED_STOP, answered=False)
 
     def _apply_mute(self, s: TurnState, i: int, effects: Effects) -> None:
         e: Any
@@ -568,7 +572,7 @@ class TurnMachine:
                     if port.listens(EVENT_USER_TURN_INFERENCE_TRIGGERED):
                         port.event(EVENT_USER_TURN_INFERENCE_TRIGGERED, strategy)
             elif et is Finalize:
-                self._stopped(s, strategy, e.speaking_frames, now)
+                self._stopped(s, strategy, e.speaking_frames, now, e.reason)
             elif et is ResetAggregation:
                 if not s.open:  # the words of an open turn are never dropped
                     s.words.reset()
@@ -611,9 +615,12 @@ class TurnMachine:
         if speaking is None:
             speaking = getattr(strategy, "enable_user_speaking_frames", True)
         s.started_at = now
-        recovered = now <= s.recoverable_until and self._recover(s, now)
-        if not recovered:
+        resumed = self._recover(s, now) if now <= s.recoverable_until else None
+        recovered = resumed is not None
+        if resumed is None:
             s.words.started(now)
+        else:
+            self._resumed(s, resumed, now)
         s.interrupted_bot = bool(interruptions) and s.bot_speaking
         port = s.port
         if speaking:
@@ -629,7 +636,10 @@ class TurnMachine:
 
     # the turn stops
 
-    def _stopped(self, s: TurnState, strategy: Strategy[Any] | None, speaking_frames: bool | None, now: float) -> None:
+    def _stopped(
+        self, s: TurnState, strategy: Strategy[Any] | None, speaking_frames: bool | None, now: float,
+        reason: TurnEndReason | None = None,
+    ) -> None:
         if not s.open or s.speaking:
             return
         s.open = False
@@ -645,7 +655,7 @@ class TurnMachine:
         words.commit(now)
         content, uid, started = words.content()
         if port.listens(EVENT_USER_TURN_STOPPED):
-            port.event(EVENT_USER_TURN_STOPPED, self._report(s, strategy, content, uid, started, now))
+            port.event(EVENT_USER_TURN_STOPPED, self._report(s, strategy, content, uid, started, now, reason))
         had_words, answered = words.finished(now, s)
         self._idle(s, _STOPPED, answered=answered)
         s.answered_at = now if had_words else None
@@ -657,10 +667,11 @@ class TurnMachine:
 
     @staticmethod
     def _report(
-        s: TurnState, strategy: Any, content: str, uid: str, started: float | None, now: float
+        s: TurnState, strategy: Any, content: str, uid: str, started: float | None, now: float,
+        reason: TurnEndReason | None = None,
     ) -> UserTurnStopped:
         began = started if started is not None else s.started_at if s.started_at is not None else now
-        return UserTurnStopped(strategy, content, iso8601(began), uid)
+        return UserTurnStopped(strategy, content, iso8601(began), uid, reason)
 
     # 4. the watchdog
 
@@ -680,12 +691,15 @@ class TurnMachine:
         elif s.open and not s.speaking:
             if s.port.listens(EVENT_USER_TURN_STOP_TIMEOUT):
                 s.port.event(EVENT_USER_TURN_STOP_TIMEOUT)
-            self._stopped(s, None, None, now)
+            self._stopped(s, None, None, now, watchdog_reason(timeout))
 
     # 5. the idle watch
 
     def _idle(self, s: TurnState, frame: Frame, *, answered: bool) -> None:
-        s.idle, effects = idle_step(s.idle, frame, answered=answered)
+        self._idle_apply(s, *idle_step(s.idle, frame, answered=answered))
+
+    def _idle_apply(self, s: TurnState, idle: IdleState, effects: tuple[Any, ...]) -> None:
+        s.idle = idle
         for e in effects:
             if e.kind == "arm":
                 s.port.arm(IDLE_OWNER, "idle", e.delay)
@@ -703,18 +717,26 @@ class TurnMachine:
 
     # 6. recovery from a false end
 
-    def _recover(self, s: TurnState, now: float) -> bool:
-        """The turn just started continues the one that ended at ``s.ended_at``. Returns whether it does."""
+    def _recover(self, s: TurnState, now: float) -> str | None:
+        """The turn just started continues the one that ended at ``s.ended_at``: the words it had (``None``: not)."""
         s.recoverable_until = _NEVER
         content = s.words.resume(now)
         if content is None:
-            return False
+            return None
         port = s.port
         if port.listens(EVENT_USER_TURN_RECOVERED):
             _, _, began = s.words.content()
             port.event(EVENT_USER_TURN_RECOVERED, UserTurnRecovered(
                 content, now - s.ended_at, iso8601(began if began is not None else s.ended_at)))
-        return True
+        return content
+
+    def _resumed(self, s: TurnState, words: str, now: float) -> None:
+        """Tell every strategy the turn reopened with ``words`` (a continuation without words still has them)."""
+        states = s.states
+        for i, strategy in enumerate(s.controller.strategies):
+            states[i], effects = strategy.on_turn_resumed(states[i], words, now)
+            if effects:
+                self._apply(s, i, strategy, effects, now)
 
     # -- timers and results ---------------------------------------------------------------------
 
@@ -770,6 +792,8 @@ _NEVER = -math.inf
 _NO_ROUTE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 _TURN_FRAMES: frozenset[type[Frame]] = frozenset({UserStartedSpeakingFrame, UserStoppedSpeakingFrame})
 """Announced turns from elsewhere: when a strategy adopts them, the idle watch follows the adopted turn."""
+_IDLE_INPUT: frozenset[type[Frame]] = IDLE_TYPES | SPEECH_TYPES
+"""What the idle watch sees of the frames handed in (the user's voice pauses it)."""
 
 
 class TurnState:

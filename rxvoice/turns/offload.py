@@ -27,7 +27,7 @@ from typing import Any, TypeAlias
 
 from reactivex import abc
 
-from ..errors import ConfigurationError
+from .._seconds import check_seconds
 
 __all__ = ["Offload", "SchedulerOffload", "inline_offload"]
 
@@ -63,8 +63,8 @@ class SchedulerOffload:
     """
 
     def __init__(self, scheduler: abc.SchedulerBase, latency: float | Callable[[int], float] = 0.0) -> None:
-        if not callable(latency) and (isinstance(latency, bool) or not latency >= 0):
-            raise ConfigurationError(f"latency must be >= 0 seconds, got {latency!r}")
+        if not callable(latency):
+            check_seconds(latency, "SchedulerOffload.latency")
         self.scheduler = scheduler
         self.latency = latency
         self.jobs = 0

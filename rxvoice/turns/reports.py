@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from .reasons import TurnEndReason
+
 __all__ = [
     "EVENT_USER_MUTE_STARTED",
     "EVENT_USER_MUTE_STOPPED",
@@ -47,13 +49,16 @@ class UserTurnStopped:
     ``strategy`` decided it (``None`` when the watchdog closed it or the
     session ended); ``content`` is everything said in the turn, including what
     an early inference already answered (empty for a stage that keeps no
-    words); ``timestamp`` is when it began.
+    words); ``timestamp`` is when it began; ``reason`` is why it ended, as the
+    deciding strategy (or the machine, for the watchdog and the session's end)
+    reported it (``None`` from a strategy that reports none).
     """
 
     strategy: Any
     content: str
     timestamp: str
     user_id: str = ""
+    reason: TurnEndReason | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
+from .._seconds import check_seconds
 from ..errors import ConfigurationError
 from ..frames import (
     BotSpeakingFrame,
@@ -189,9 +189,7 @@ class WakePhraseStart(StartStrategy[WakeState]):
         words = [_NOT_WORD.sub(" ", p).split() if isinstance(p, str) else [] for p in phrases]
         if not phrases or not all(words):
             raise ConfigurationError(f"WakePhraseStart needs one or more non-empty phrases, got {self.phrases!r}")
-        t = self.timeout
-        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
-            raise ConfigurationError(f"WakePhraseStart needs a timeout > 0 seconds, got {t!r}")
+        check_seconds(self.timeout, "WakePhraseStart.timeout", positive=True)
         object.__setattr__(self, "phrases", tuple(phrases))
         pattern = "|".join(r"\b" + r"\s*".join(re.escape(w) for w in ws) + r"\b" for ws in words)
         object.__setattr__(self, "_pattern", re.compile(pattern, re.IGNORECASE | re.UNICODE))

@@ -1,64 +1,72 @@
 """Stop strategies: when is the user's turn over, and when to answer?
 
 Every stop strategy here waits for the words of the speech that just ended
-before it answers. A VAD stop or a model's verdict can arrive before the
-speech-to-text service has delivered the transcript of the last phrase;
-answering then would give the model the turn without its last words (a bug
-users report against the reference systems). So a strategy waits for a
-transcript that arrived **after that speech ended** (the VAD stop's time
-minus its ``stop_secs``), not merely after it began: when a caller says two
-sentences 60 ms apart (one stretch of speech for the VAD), the first
-sentence's final arrives while the second is still being spoken, and it is
-not the last speech's words. When no such transcript comes, the wait is
-bounded by the service's published latency
-(``STTMetadataFrame.ttfs_p99_latency``), or :data:`TRANSCRIPT_GRACE` when the
-service published none, counted from the end of the speech.
+before it answers, through one sub-machine, :class:`~rxvoice.turns.words_wait.WordsWait`
+(see there for the rule: words that arrived after the speech ended, or the
+STT's published latency, or :data:`TRANSCRIPT_GRACE`). What each strategy
+adds is its own idea: a silence (:class:`SpeechTimeoutStop`), an end-of-turn
+model's verdict (:class:`TurnAnalyzerStop`), a stop decided elsewhere
+(:class:`ExternalStop`), an external judge (:class:`ExternalCompletionStop`).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
-import numpy as np
-
+from .._seconds import check_seconds
 from ..errors import ConfigurationError
 from ..frames import (
     Frame,
     InputAudioRawFrame,
     InterimTranscriptionFrame,
-    MetricsFrame,
     ProposedUserStartedSpeakingFrame,
     ProposedUserStoppedSpeakingFrame,
-    SpeechControlParamsFrame,
     StartFrame,
-    STTMetadataFrame,
     TranscriptionFrame,
-    TurnMetricsData,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
     UserTurnInferenceCompletedFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from ..text.blank import is_blank
-from .analyzer import AnalyzerSession, EndOfTurnAnalyzer
+from .analyzer import (
+    AnalyzerSession,
+    Asks,
+    EndOfTurnAnalyzer,
+    announce_params,
+    answered,
+    ask,
+    clear_stream,
+    close_session,
+    fed,
+    feed_audio,
+    open_session,
+    vad_started,
+)
+from .analyzer import verdict_effects as verdict_effects
+from .reasons import (
+    WAITED_FOR_WORDS,
+    TurnEndReason,
+    fallback_reason,
+    model_label,
+    model_reason,
+    no_vad_reason,
+    silence_reason,
+)
 from .strategy import (
     NOTHING,
-    Analyze,
     Arm,
     Disarm,
     Effect,
     Effects,
     Finalize,
-    Push,
     StopStrategy,
     Strategy,
-    Touch,
     stopped,
 )
+from .words_wait import TRANSCRIPT_GRACE, WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = [
     "TRANSCRIPT_GRACE",
@@ -74,68 +82,33 @@ __all__ = [
 
 log = logging.getLogger("rxvoice.turns.stop")
 
-TRANSCRIPT_GRACE = 1.0
-"""Seconds after the end of speech to wait for its transcript when the STT published no latency."""
-
-
-def _downmix(pcm: bytes, channels: int) -> bytes:
-    """Interleaved 16-bit PCM of ``channels`` channels as mono (the channels averaged)."""
-    samples = np.frombuffer(pcm, dtype="<i2").reshape(-1, channels).astype(np.int32)
-    return bytes(samples.mean(axis=1).round().astype("<i2").tobytes())
-
-
-def _feed(frame: Frame, speech: bool, key: str) -> Effects:
-    """Hand an audio frame to the strategy's end-of-turn stream (mono; ``speech``: the VAD says speaking)."""
-    audio: bytes = frame.audio  # type: ignore[attr-defined]
-    rate: int = frame.sample_rate  # type: ignore[attr-defined]
-    channels: int = frame.num_channels  # type: ignore[attr-defined]
-    if channels > 1:
-        audio = _downmix(audio, channels)
-    return (Touch(lambda r: r.append(audio, rate, speech), key),)
-
-
-_EPS = 1e-6
-_NEVER = -math.inf
-
 
 def words_timeout(stt_known: bool, stt_timeout: float) -> float:
     """Seconds after the end of speech to wait for its words: the STT's p99, else :data:`TRANSCRIPT_GRACE`."""
     return stt_timeout if stt_known else TRANSCRIPT_GRACE
 
 
-def _fresh(text_at: float, speech_end: float) -> bool:
-    """Whether words that arrived at ``text_at`` are those of speech that ended at ``speech_end``."""
-    return text_at >= speech_end - _EPS
-
-
-def _words(frame: Frame) -> bool:
-    text = getattr(frame, "text", "")
-    return isinstance(text, str) and not is_blank(text)
-
-
 def _non_negative(owner: str, **values: float) -> None:
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise ConfigurationError(f"{owner} needs {name} >= 0 seconds, got {value!r}")
+        check_seconds(value, f"{owner}.{name}")
 
 
 class SpeechTimeoutState(NamedTuple):
     """Where a speech-timeout decision stands."""
 
-    speaking: bool = False
-    vad_stopped: bool = False
-    has_text: bool = False
-    segment_text: bool = False
-    finalized: bool = False
+    words: WordsState = WordsState()
     speech_done: bool = False
-    stt_done: bool = False
-    grace_done: bool = False
-    stt_timeout: float = 0.0
-    stt_known: bool = False
-    text_at: float = _NEVER
+    """``user_speech_timeout`` of silence passed since the VAD stop (or since the words, without a VAD)."""
+    stop_secs: float = 0.0
+    """The last VAD stop's ``stop_secs`` (the silence it had already heard), for the reason."""
+
+    @property
+    def speaking(self) -> bool:
+        """The VAD hears speech."""
+        return self.words.speaking
 
 
-_CLEAR_TIMERS: Effects = (Disarm("speech"), Disarm("stt"), Disarm("grace"))
+_SPEECH = "speech"
 
 
 @dataclass(frozen=True)
@@ -152,177 +125,83 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     user_speech_timeout: float = 0.6
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
-    handles: ClassVar[frozenset[type[Frame]]] = frozenset({
-        VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, TranscriptionFrame,
-        InterimTranscriptionFrame, STTMetadataFrame,
-    })
+    words: WordsWait = field(init=False, repr=False, compare=False)
+    handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES
 
     def __post_init__(self) -> None:
         _non_negative("SpeechTimeoutStop", user_speech_timeout=self.user_speech_timeout)
+        object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
 
     def initial(self) -> SpeechTimeoutState:
         return SpeechTimeoutState()
 
-    def _check(self, s: SpeechTimeoutState, effects: Effects) -> tuple[SpeechTimeoutState, Effects]:
-        if (
-            not s.speaking and s.speech_done and s.stt_done
-            and (not self.wait_for_transcript or (s.has_text and s.grace_done))
-        ):
-            return s, (*effects, *_CLEAR_TIMERS, *stopped())
+    def _check(
+        self, s: SpeechTimeoutState, effects: Effects, waited: bool = False
+    ) -> tuple[SpeechTimeoutState, Effects]:
+        w = s.words
+        if not w.speaking and s.speech_done and w.stt_done and self.words.ready(w):
+            return s, (*effects, Disarm(_SPEECH), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
         return s, effects
+
+    def end_reason(self, s: SpeechTimeoutState, waited: bool = False) -> TurnEndReason:
+        """Why this strategy ends a turn in state ``s`` (``waited``: the words came last)."""
+        if not s.words.vad_stopped:
+            return no_vad_reason(self.user_speech_timeout)
+        return silence_reason(s.stop_secs + self.user_speech_timeout, waited=waited)
 
     def on_frame(
         self, state: SpeechTimeoutState, frame: Frame, now: float
     ) -> tuple[SpeechTimeoutState, Effects]:
-        s = state
+        words, effects = self.words.on_frame(state.words, frame, now)
         t = type(frame)
         if t is VADUserStartedSpeakingFrame:
-            return SpeechTimeoutState(
-                True, False, s.has_text, False, False, False, False, False, s.stt_timeout, s.stt_known, s.text_at
-            ), _CLEAR_TIMERS
+            return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            effects: list[Arm | Disarm] = [Arm("speech", self.user_speech_timeout)]
-            stt_wait = s.stt_timeout - stop_secs
-            stt_done = s.finalized or stt_wait <= 0
-            if not stt_done:
-                effects.append(Arm("stt", stt_wait))
-            segment_text = _fresh(s.text_at, now - stop_secs)
-            grace_done = segment_text or not self.wait_for_transcript
-            if not grace_done:
-                grace = words_timeout(s.stt_known, s.stt_timeout) - stop_secs
-                grace_done = grace <= 0
-                if not grace_done:
-                    effects.append(Arm("grace", grace))
-            return SpeechTimeoutState(
-                False, True, s.has_text, segment_text, s.finalized, False, stt_done, grace_done,
-                s.stt_timeout, s.stt_known, s.text_at,
-            ), tuple(effects)
-        if t is TranscriptionFrame:
-            if not _words(frame):
-                return s, NOTHING
-            finalized = bool(getattr(frame, "finalized", False)) or s.finalized
-            stt_done = s.stt_done or finalized
-            out: list[Arm | Disarm] = [Disarm("grace")]
-            if finalized:
-                out.append(Disarm("stt"))
-            speech_done = s.speech_done
-            if not s.speaking and not s.vad_stopped:
-                # No VAD around this transcript: count the silence from it.
-                stt_done = True
-                speech_done = False
-                out.append(Arm("speech", self.user_speech_timeout))
-            return self._check(SpeechTimeoutState(
-                s.speaking, s.vad_stopped, True, True, finalized, speech_done, stt_done, True,
-                s.stt_timeout, s.stt_known, now,
-            ), tuple(out))
-        if t is InterimTranscriptionFrame:
-            if not s.finalized:
-                return s, NOTHING
-            return s._replace(finalized=False), NOTHING
-        if t is STTMetadataFrame:
-            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
-            return s._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
-        return s, NOTHING
+            return SpeechTimeoutState(words, stop_secs=stop_secs), (Arm(_SPEECH, self.user_speech_timeout), *effects)
+        if t is TranscriptionFrame and has_words(frame):
+            if state.words.no_vad:  # no VAD around this transcript: count the silence from it
+                return self._check(SpeechTimeoutState(words), (*effects, Arm(_SPEECH, self.user_speech_timeout)))
+            return self._check(state._replace(words=words), effects, waited=True)
+        return state._replace(words=words), effects
 
     def on_timer(self, state: SpeechTimeoutState, key: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
-        if key == "speech":
+        if key == _SPEECH:
             return self._check(state._replace(speech_done=True), NOTHING)
-        if key == "stt":
-            return self._check(state._replace(stt_done=True), NOTHING)
-        if key == "grace":
-            return self._check(state._replace(grace_done=True), NOTHING)
-        return state, NOTHING
+        words = self.words.on_timer(state.words, key)
+        return (state, NOTHING) if words is None else self._check(state._replace(words=words), NOTHING)
 
     def on_turn_started(self, state: SpeechTimeoutState, now: float) -> tuple[SpeechTimeoutState, Effects]:
-        return SpeechTimeoutState(
-            speaking=state.speaking, stt_timeout=state.stt_timeout, stt_known=state.stt_known
-        ), _CLEAR_TIMERS
+        words, effects = self.words.reset(state.words)
+        return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
 
-    def on_turn_stopped(self, state: SpeechTimeoutState, now: float) -> tuple[SpeechTimeoutState, Effects]:
-        return SpeechTimeoutState(stt_timeout=state.stt_timeout, stt_known=state.stt_known), _CLEAR_TIMERS
+    on_turn_stopped = on_turn_started
 
-
-def _grace(s_segment_text: bool, stt_known: bool, stt_timeout: float, stop_secs: float) -> float | None:
-    """Seconds to wait for the transcript of the speech that just ended (``None``: no wait)."""
-    if s_segment_text:
-        return None
-    grace = words_timeout(stt_known, stt_timeout) - stop_secs
-    return grace if grace > 0 else None
-
-
-def verdict_effects(value: Any, waited: float) -> tuple[bool, float | None, list[Effect]]:
-    """An analyzer's answer: ``(is_complete, probability, effects)``, the effects replaying what was
-    held back during the verdict and reporting it as ``TurnMetricsData`` (``waited``: seconds it took)."""
-    complete, probability = _verdict(value)
-    effects: list[Effect] = [Touch(_end, "flush")]
-    if probability is not None:
-        data = TurnMetricsData("TurnAnalyzer", complete, probability, waited * 1000.0)
-        effects.append(Push(MetricsFrame((data,))))
-    return complete, probability, effects
+    def on_turn_resumed(self, state: SpeechTimeoutState, words: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
 
 
 class TurnAnalyzerState(NamedTuple):
     """Where an end-of-turn model's decision stands."""
 
-    speaking: bool = False
-    vad_stopped: bool = False
-    has_text: bool = False
-    segment_text: bool = False
-    finalized: bool = False
+    words: WordsState = WordsState()
+    asks: Asks = Asks()
     complete: bool = False
-    stt_done: bool = False
-    grace_done: bool = False
+    """The model (or its stream's silence fallback) said the turn is complete."""
     fallback: bool = False
-    segment: int = 0
-    inflight: bool = False
-    reanalyze: bool = False
-    asked_at: float = 0.0
-    stt_timeout: float = 0.0
-    stt_known: bool = False
-    text_at: float = _NEVER
+    """No VAD around the words: the turn ends ``transcript_timeout`` after them."""
+    cause: str = ""
+    """What said complete, for the reason: ``model``, ``fallback`` (the stream's silence) or ``no-vad``."""
+    probability: float | None = None
+    """The model's probability behind a complete verdict."""
+
+    @property
+    def speaking(self) -> bool:
+        """The VAD hears speech."""
+        return self.words.speaking
 
 
-_ANALYZER_TIMERS: Effects = (Disarm("stt"), Disarm("grace"), Disarm("fallback"))
-_VERDICT = "v"
-
-
-def _begin(resource: AnalyzerSession) -> None:
-    resource.begin()
-
-
-def _analyze(resource: AnalyzerSession) -> tuple[bool, float | None]:
-    return resource.analyze()
-
-
-def _end(resource: AnalyzerSession) -> bool:
-    return resource.end()
-
-
-def _clear(resource: AnalyzerSession) -> bool:
-    return resource.clear()
-
-
-def _verdict(value: Any) -> tuple[bool, float | None]:
-    """An analyzer's answer as ``(is_complete, probability)``; anything unusable is an incomplete verdict."""
-    if isinstance(value, BaseException):
-        log.warning("the end-of-turn analyzer failed (%s: %s); taken as incomplete", type(value).__name__, value)
-        return False, None
-    try:
-        complete, probability = value
-    except (TypeError, ValueError):
-        log.warning("the end-of-turn analyzer answered %r, not (is_complete, probability); taken as incomplete",
-                    value)
-        return False, None
-    if probability is not None:
-        try:
-            probability = float(probability)
-        except (TypeError, ValueError):
-            probability = None
-        else:
-            if not math.isfinite(probability):
-                probability = None
-    return bool(complete), probability
+_FALLBACK = "fallback"
 
 
 @dataclass(frozen=True)
@@ -351,10 +230,8 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
     wait_for_transcript: bool = True
     transcript_timeout: float = 0.5
     enable_user_speaking_frames: bool = True
-    handles: ClassVar[frozenset[type[Frame]]] = frozenset({
-        StartFrame, InputAudioRawFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
-        TranscriptionFrame, InterimTranscriptionFrame, STTMetadataFrame,
-    })
+    words: WordsWait = field(init=False, repr=False, compare=False)
+    handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES | {StartFrame, InputAudioRawFrame}
 
     def __post_init__(self) -> None:
         if not callable(getattr(self.analyzer, "open_stream", None)):
@@ -362,151 +239,106 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
                 f"TurnAnalyzerStop needs an end-of-turn analyzer with open_stream(sample_rate), got {self.analyzer!r}"
             )
         _non_negative("TurnAnalyzerStop", transcript_timeout=self.transcript_timeout)
+        object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
 
     def initial(self) -> TurnAnalyzerState:
         return TurnAnalyzerState()
 
-    def open_resource(self, sample_rate: int) -> AnalyzerSession:
-        return AnalyzerSession(self.analyzer, sample_rate)
+    def open_resource(self, sample_rate: int) -> AnalyzerSession | None:
+        return open_session(self.analyzer, sample_rate)
 
     def close_resource(self, resource: Any) -> None:
-        if isinstance(resource, AnalyzerSession):
-            resource.close()
+        close_session(resource)
 
-    # -- deciding ---------------------------------------------------------------
+    def _check(
+        self, s: TurnAnalyzerState, effects: Effects, waited: bool = False
+    ) -> tuple[TurnAnalyzerState, Effects]:
+        if not s.words.speaking and s.complete and not s.fallback and self.words.ready(s.words):
+            return s, (*effects, Disarm(_FALLBACK), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
+        return s, effects
 
-    def _check(self, s: TurnAnalyzerState, effects: list[Effect]) -> tuple[TurnAnalyzerState, Effects]:
-        if not s.speaking and s.complete and not s.fallback and (
-            not self.wait_for_transcript
-            or (s.has_text and (s.finalized or s.stt_done) and (s.segment_text or s.grace_done))
-        ):
-            return s, (*effects, *_ANALYZER_TIMERS, *stopped())
-        return s, tuple(effects)
-
-    def _ask(self, s: TurnAnalyzerState, now: float, effects: list[Effect]) -> TurnAnalyzerState:
-        """Ask for a verdict on the current segment (at most one in flight)."""
-        if s.inflight:
-            return s._replace(reanalyze=True)
-        effects.append(Touch(_begin))
-        effects.append(Analyze(f"{_VERDICT}{s.segment}", _analyze))
-        return s._replace(inflight=True, reanalyze=False, asked_at=now)
-
-    # -- inputs -------------------------------------------------------------------
+    def end_reason(self, s: TurnAnalyzerState, waited: bool = False) -> TurnEndReason:
+        """Why this strategy ends a turn in state ``s`` (``waited``: the words came last)."""
+        model = model_label(self.analyzer)
+        if s.cause == "no-vad":
+            return no_vad_reason(self.transcript_timeout)
+        if s.cause == "fallback":
+            return fallback_reason(model, getattr(getattr(self.analyzer, "params", None), "stop_secs", None))
+        return model_reason(model, s.probability, waited=waited)
 
     def on_frame(self, state: TurnAnalyzerState, frame: Frame, now: float) -> tuple[TurnAnalyzerState, Effects]:
-        s = state
         t = type(frame)
         if t is InputAudioRawFrame:
-            return s, _feed(frame, s.speaking, "silence")
-        if t is VADUserStartedSpeakingFrame:
-            secs = float(getattr(frame, "start_secs", 0.0))
-            return s._replace(
-                speaking=True, vad_stopped=False, segment_text=False, finalized=False, complete=False,
-                stt_done=False, grace_done=False, fallback=False, segment=s.segment + 1, reanalyze=False,
-            ), (*_ANALYZER_TIMERS, Touch(lambda r: r.update_vad_start_secs(secs)))
-        if t is VADUserStoppedSpeakingFrame:
-            stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            effects: list[Effect] = []
-            stt_wait = s.stt_timeout - stop_secs
-            stt_done = s.finalized or stt_wait <= 0
-            if not stt_done:
-                effects.append(Arm("stt", stt_wait))
-            segment_text = _fresh(s.text_at, now - stop_secs)
-            grace = _grace(segment_text, s.stt_known, s.stt_timeout, stop_secs)
-            if grace is not None:
-                effects.append(Arm("grace", grace))
-            s = s._replace(
-                speaking=False, vad_stopped=True, complete=False, fallback=False, stt_done=stt_done,
-                segment_text=segment_text, grace_done=grace is None,
-            )
-            return self._ask(s, now, effects), tuple(effects)
-        if t is TranscriptionFrame:
-            if not _words(frame):
-                return s, NOTHING
-            finalized = bool(getattr(frame, "finalized", False)) or s.finalized
-            if not s.speaking and not s.vad_stopped:
-                # No VAD around this transcript: nothing to judge, count the quiet from it.
-                return s._replace(
-                    has_text=True, segment_text=True, finalized=finalized, complete=True, fallback=True,
-                    stt_done=False, grace_done=True, text_at=now,
-                ), (Disarm("stt"), Disarm("grace"), Arm("fallback", self.transcript_timeout))
-            out: list[Effect] = [Disarm("grace")]
-            if finalized:
-                out.append(Disarm("stt"))
-            return self._check(s._replace(
-                has_text=True, segment_text=True, finalized=finalized, stt_done=s.stt_done or finalized,
-                grace_done=True, text_at=now,
-            ), out)
-        if t is InterimTranscriptionFrame:
-            return (s._replace(finalized=False), NOTHING) if s.finalized else (s, NOTHING)
-        if t is STTMetadataFrame:
-            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
-            return s._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
+            return state, feed_audio(frame, state.words.speaking, "silence")
         if t is StartFrame:
-            params = getattr(self.analyzer, "params", None)
-            return s, (Push(SpeechControlParamsFrame(turn_params=params), both_ways=True),)
-        return s, NOTHING
+            return state, announce_params(self.analyzer)
+        words, effects = self.words.on_frame(state.words, frame, now)
+        if t is VADUserStartedSpeakingFrame:
+            s = TurnAnalyzerState(words, state.asks.next_segment())
+            return s, (Disarm(_FALLBACK), *effects, *vad_started(frame))
+        if t is VADUserStoppedSpeakingFrame:
+            out: list[Effect] = list(effects)
+            asks = ask(state.asks, now, out)
+            return TurnAnalyzerState(words, asks), tuple(out)
+        if t is TranscriptionFrame and has_words(frame):
+            if state.words.no_vad:  # no VAD around this transcript: nothing to judge, count the quiet from it
+                s = state._replace(words=words, complete=True, fallback=True, cause="no-vad")
+                return s, (*effects, Arm(_FALLBACK, self.transcript_timeout))
+            return self._check(state._replace(words=words), effects, waited=True)
+        return state._replace(words=words), effects
 
     def on_timer(self, state: TurnAnalyzerState, key: str, now: float) -> tuple[TurnAnalyzerState, Effects]:
-        if key == "stt":
-            return self._check(state._replace(stt_done=True), [])
-        if key == "grace":
-            return self._check(state._replace(grace_done=True), [])
-        if key == "fallback":
-            return self._check(state._replace(fallback=False, stt_done=True), [])
-        return state, NOTHING
+        if key == _FALLBACK:
+            return self._check(state._replace(fallback=False), NOTHING)
+        words = self.words.on_timer(state.words, key)
+        return (state, NOTHING) if words is None else self._check(state._replace(words=words), NOTHING)
 
     def on_result(
         self, state: TurnAnalyzerState, key: str, value: Any, now: float
     ) -> tuple[TurnAnalyzerState, Effects]:
-        s = state
-        if key == "silence" or key == "flush":
-            if isinstance(value, BaseException):
-                log.warning("feeding the end-of-turn analyzer failed (%s); chunk skipped", value)
-                return s, NOTHING
-            if value is True:  # the stream's silence fallback: speech, then long enough a silence
-                return self._check(s._replace(complete=True, fallback=False), [])
-            return s, NOTHING
-        if not key.startswith(_VERDICT):
-            return s, NOTHING
-        complete, _probability, effects = verdict_effects(value, now - s.asked_at)
-        current = key == f"{_VERDICT}{s.segment}"
-        reanalyze = s.reanalyze
-        s = s._replace(inflight=False, reanalyze=False)
-        if reanalyze:
-            s = self._ask(s, now, effects)
-        if current and complete and not s.speaking:
-            return self._check(s._replace(complete=True), effects)
+        asks, answer, effects = answered(state.asks, key, value, now)
+        if answer is None:  # audio fed: the stream's silence fallback may have ended the turn
+            if fed(value):
+                return self._check(state._replace(complete=True, fallback=False, cause="fallback"), NOTHING)
+            return state, NOTHING
+        s = state._replace(asks=asks)
+        if answer.current and answer.complete and not s.words.speaking:
+            return self._check(s._replace(complete=True, cause="model", probability=answer.probability), tuple(effects))
         return s, tuple(effects)
 
     def on_turn_started(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
-        return state._replace(
-            vad_stopped=False, has_text=False, segment_text=False, finalized=False, complete=False,
-            stt_done=False, grace_done=False, fallback=False, text_at=_NEVER,
-        ), _ANALYZER_TIMERS
+        words, effects = self.words.reset(state.words)
+        return TurnAnalyzerState(words, state.asks), (Disarm(_FALLBACK), *effects)
 
     def on_turn_stopped(self, state: TurnAnalyzerState, now: float) -> tuple[TurnAnalyzerState, Effects]:
-        return state._replace(
-            vad_stopped=False, has_text=False, segment_text=False, finalized=False, complete=False,
-            stt_done=False, grace_done=False, fallback=False, segment=state.segment + 1, reanalyze=False,
-            text_at=_NEVER,
-        ), (*_ANALYZER_TIMERS, Touch(_clear))
+        words, effects = self.words.reset(state.words)
+        return TurnAnalyzerState(words, state.asks.next_segment()), (Disarm(_FALLBACK), *effects, *clear_stream())
+
+    def on_turn_resumed(self, state: TurnAnalyzerState, words: str, now: float) -> tuple[TurnAnalyzerState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
 
 
 class ExternalState(NamedTuple):
     """Where an externally decided turn stands."""
 
+    words: WordsState = WordsState()
     speaking: bool = False
+    """The user speaks, as the starts and stops decided elsewhere say."""
     announced_elsewhere: bool = False
-    has_text: bool = False
     interim_pending: bool = False
     turn_open: bool = False
-    segment_text: bool = False
     stop_seen: bool = False
-    stt_timeout: float = 0.0
-    stt_known: bool = False
-    text_at: float = _NEVER
     settling: bool = False
+
+    @property
+    def has_text(self) -> bool:
+        """The turn has words."""
+        return bool(self.words.text)
+
+
+_WAIT = "words"
+_SETTLE = "settle"
+_EXTERNAL_TIMERS: Effects = (Disarm(_WAIT), Disarm(_SETTLE))
 
 
 @dataclass(frozen=True)
@@ -536,84 +368,82 @@ class ExternalStop(StopStrategy[ExternalState]):
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
     settle: float = 0.5
+    words: WordsWait = field(init=False, repr=False, compare=False)
     resolves_proposals: ClassVar[bool] = True
-    handles: ClassVar[frozenset[type[Frame]]] = frozenset({
+    handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES | {
         ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
-        UserStoppedSpeakingFrame, TranscriptionFrame, InterimTranscriptionFrame, VADUserStartedSpeakingFrame,
-        VADUserStoppedSpeakingFrame, STTMetadataFrame,
-    })
+        UserStoppedSpeakingFrame,
+    }
 
     def __post_init__(self) -> None:
         _non_negative("ExternalStop", timeout=self.timeout, settle=self.settle)
+        object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript, grace=self.timeout))
 
     def initial(self) -> ExternalState:
         return ExternalState()
 
-    def _end(self, s: ExternalState) -> Effects:
-        return (Disarm("grace"), Disarm("settle"), *stopped(False if s.announced_elsewhere else None))
+    def _end(self, s: ExternalState, waited: bool = False) -> Effects:
+        if waited and not s.words.fresh:
+            reason = TurnEndReason("external", "a stop decided upstream; the words of that speech did not come")
+        else:
+            reason = TurnEndReason("external", f"a stop decided upstream{WAITED_FOR_WORDS if waited else ''}",
+                                   waited_for_words=waited)
+        return (*_EXTERNAL_TIMERS, *stopped(False if s.announced_elsewhere else None, reason))
 
     def _check(self, s: ExternalState, waited: bool = False) -> tuple[ExternalState, Effects]:
         if not s.turn_open or s.speaking or not s.stop_seen:
             return s, NOTHING
         if not self.wait_for_transcript:
-            return s, self._end(s)
-        if not waited and (not s.segment_text or s.interim_pending or s.settling):
+            return s, self._end(s, waited)
+        if not waited and (not s.words.fresh or s.interim_pending or s.settling):
             return s, NOTHING
-        if not s.has_text and not s.announced_elsewhere:
+        if not s.words.text and not s.announced_elsewhere:
             return s, NOTHING  # a proposal with no words at all: the watchdog decides
-        return s, self._end(s)
+        return s, self._end(s, waited)
 
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
+        # This strategy times its own wait (from the stop decided elsewhere): the words wait only tracks.
         t = type(frame)
-        s = state
+        s = state._replace(words=self.words.heard(state.words, frame, now))
         if t is InterimTranscriptionFrame:
-            return (s, NOTHING) if s.interim_pending else (s._replace(interim_pending=True), NOTHING)
+            return s._replace(interim_pending=True), NOTHING
         if t is TranscriptionFrame:
-            if not _words(frame):
-                return s, NOTHING
-            s = s._replace(has_text=True, interim_pending=False, segment_text=True, text_at=now)
+            if not has_words(frame):
+                return state, NOTHING
+            s = s._replace(interim_pending=False)
             if s.turn_open and s.stop_seen and not s.speaking and self.wait_for_transcript:
                 # The words came after the stop: more finals of the same speech may follow.
-                return s._replace(settling=True), (Disarm("grace"), Arm("settle", self.settle))
+                return s._replace(settling=True), (Disarm(_WAIT), Arm(_SETTLE, self.settle))
             return self._check(s)
-        if t is VADUserStartedSpeakingFrame:
-            return s._replace(segment_text=False), NOTHING
-        if t is VADUserStoppedSpeakingFrame:
-            speech_end = now - float(getattr(frame, "stop_secs", 0.0))
-            return s._replace(segment_text=s.segment_text and _fresh(s.text_at, speech_end)), NOTHING
         if t is ProposedUserStartedSpeakingFrame or t is UserStartedSpeakingFrame:
             return s._replace(
-                speaking=True, announced_elsewhere=t is UserStartedSpeakingFrame, segment_text=False,
+                words=s.words._replace(fresh=False), speaking=True, announced_elsewhere=t is UserStartedSpeakingFrame,
                 stop_seen=False, settling=False,
-            ), (Disarm("grace"), Disarm("settle"))
+            ), _EXTERNAL_TIMERS
         if t is ProposedUserStoppedSpeakingFrame or t is UserStoppedSpeakingFrame:
             s, effects = self._check(s._replace(
                 speaking=False, announced_elsewhere=t is UserStoppedSpeakingFrame, stop_seen=True,
             ))
             if not effects and s.turn_open and not s.settling:
-                effects = (Arm("grace", s.stt_timeout if s.stt_known else self.timeout),)
+                effects = (Arm(_WAIT, self.words.timeout(s.words)),)
             return s, effects
-        if t is STTMetadataFrame:
-            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
-            return s._replace(stt_timeout=max(0.0, latency), stt_known=True), NOTHING
         return s, NOTHING
 
     def on_timer(self, state: ExternalState, key: str, now: float) -> tuple[ExternalState, Effects]:
-        if key == "settle":
+        if key == _SETTLE:
             return self._check(state._replace(settling=False), waited=True)
-        if key == "grace":
+        if key == _WAIT:
             return self._check(state, waited=True)
         return state, NOTHING
 
     def on_turn_started(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
-        return ExternalState(turn_open=True, stt_timeout=state.stt_timeout, stt_known=state.stt_known), (
-            Disarm("grace"), Disarm("settle"),
-        )
+        return ExternalState(self.words.reset(state.words)[0], turn_open=True), _EXTERNAL_TIMERS
 
     def on_turn_stopped(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
-        return ExternalState(stt_timeout=state.stt_timeout, stt_known=state.stt_known), (
-            Disarm("grace"), Disarm("settle"),
-        )
+        return ExternalState(self.words.reset(state.words)[0]), _EXTERNAL_TIMERS
+
+    def on_turn_resumed(self, state: ExternalState, words: str, now: float) -> tuple[ExternalState, Effects]:
+        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
 
 
 @dataclass(frozen=True)
@@ -631,7 +461,10 @@ class ExternalCompletionStop(StopStrategy[None]):
         return None
 
     def on_frame(self, state: None, frame: Frame, now: float) -> tuple[None, Effects]:
-        return None, (Finalize(),)
+        return None, (Finalize(reason=_JUDGED),)
+
+
+_JUDGED = TurnEndReason("external", "an external judge said the turn is complete")
 
 
 def _no_finalize(effects: Effects) -> Effects:
@@ -685,6 +518,10 @@ class Deferred(StopStrategy[Any]):
 
     def on_turn_stopped(self, state: Any, now: float) -> tuple[Any, Effects]:
         s, e = self.inner.on_turn_stopped(state, now)
+        return s, _no_finalize(e)
+
+    def on_turn_resumed(self, state: Any, words: str, now: float) -> tuple[Any, Effects]:
+        s, e = self.inner.on_turn_resumed(state, words, now)
         return s, _no_finalize(e)
 
     def open_resource(self, sample_rate: int) -> Any:

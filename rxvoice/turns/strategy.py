@@ -12,10 +12,11 @@ with plain asserts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NamedTuple, TypeAlias, TypeVar
 
 from ..frames import DOWN, Direction, Frame
+from .reasons import TurnEndReason
 
 __all__ = [
     "HALT",
@@ -54,10 +55,18 @@ class Inference:
     """There is enough to answer: write what the user said and run the model."""
 
 
-class Finalize(NamedTuple):
-    """The user's turn is over (ignored while the user is still speaking)."""
+@dataclass(frozen=True, slots=True)
+class Finalize:
+    """The user's turn is over (ignored while the user is still speaking).
+
+    ``reason`` says why, in the deciding strategy's own words
+    (:class:`~rxvoice.turns.reasons.TurnEndReason`); it reaches
+    ``UserTurnStopped.reason``. It is a report, not part of the decision,
+    so it does not count in comparisons (``Finalize() == Finalize(reason=r)``).
+    """
 
     speaking_frames: bool | None = None
+    reason: TurnEndReason | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +129,9 @@ Effects: TypeAlias = tuple[Effect, ...]
 NOTHING: Effects = ()
 
 
-def stopped(speaking_frames: bool | None = None) -> Effects:
-    """Trigger inference, then end the turn: what most stop strategies do."""
-    return (INFERENCE, Finalize(speaking_frames))
+def stopped(speaking_frames: bool | None = None, reason: TurnEndReason | None = None) -> Effects:
+    """Trigger inference, then end the turn (for ``reason``): what most stop strategies do."""
+    return (INFERENCE, Finalize(speaking_frames, reason))
 
 
 class Strategy(Generic[S]):
@@ -163,6 +172,14 @@ class Strategy(Generic[S]):
 
     def on_turn_stopped(self, state: S, now: float) -> tuple[S, Effects]:
         """A turn stopped (whoever decided it)."""
+        return state, NOTHING
+
+    def on_turn_resumed(self, state: S, words: str, now: float) -> tuple[S, Effects]:
+        """The turn just started reopens one that ended too soon (after :meth:`on_turn_started`).
+
+        ``words`` are what that turn had said: the reopened turn's words so
+        far (a continuation without words still has them).
+        """
         return state, NOTHING
 
     def open_resource(self, sample_rate: int) -> Any:

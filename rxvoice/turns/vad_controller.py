@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from ..errors import ConfigurationError
+from .._seconds import check_seconds
 from ..frames import Frame, UserSpeakingFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
 
 __all__ = [
@@ -47,9 +47,7 @@ class VADSettings:
 
     def __post_init__(self) -> None:
         for name in ("start_secs", "stop_secs", "speech_activity_period", "audio_idle_timeout"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise ConfigurationError(f"{name} must be >= 0 seconds, got {value!r}")
+            check_seconds(getattr(self, name), name)
 
 
 class VADControllerState(NamedTuple):

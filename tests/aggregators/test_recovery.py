@@ -19,7 +19,7 @@ from rxvoice.aggregators import Pair, UserTurnRecovered
 from rxvoice.context import LLMSpecificMessage
 from rxvoice.errors import ConfigurationError
 from rxvoice.testing import FrameMarbles, Recording, ScriptedLLM
-from rxvoice.turns import RECOVERY_WINDOW, TurnsConfig
+from rxvoice.turns import RECOVERY_WINDOW, FusedTurnStop, SpeechTimeoutStop, TurnsConfig
 
 L: dict[str, F.Frame] = {
     "v": F.VADUserStartedSpeakingFrame(0.2),
@@ -100,14 +100,49 @@ def test_resuming_after_the_window_is_a_new_turn() -> None:
 
 
 def test_a_continuation_without_words_asks_again_for_the_lost_answer() -> None:
-    """A cough reopens the turn and cuts the request off; with nothing more said, the same turn is asked again.
-
-    (No words came, so the speech timeout waits for a transcript until the 5 s watchdog closes the turn.)
-    """
+    """A cough reopens the turn and cuts the request off; with nothing more said, the same turn is asked again."""
     pair, llm, rec = talk("v--a-s----------v-s" + "-" * 100 + "E", first_token_delay=1.0)
     assert len(rec.events_named("on_user_turn_recovered")) == 1
     assert conversation(pair) == [("user", FIRST), ("assistant", "A table for two, booked.")]
     assert len(llm.runs) == 2 and all(r.snapshot.messages[-1]["content"] == FIRST for r in llm.runs)
+
+
+@pytest.mark.parametrize("stop", [SpeechTimeoutStop(), FusedTurnStop()], ids=lambda s: type(s).__name__)
+def test_a_continuation_without_words_is_bounded_like_any_pause(stop: Any) -> None:
+    """The reopened turn keeps its words: a cough (VAD 1.6-1.8 s, no transcript) ends the turn once the wait for
+    its words is over (the grace, 0.8 s after the speech ended), not at the 5 s watchdog."""
+    legend = dict(L, a=F.TranscriptionFrame("I'd like a table", "u1"))
+    pair = Pair(LLMContext(), turns=TurnsConfig(stop=[stop]))
+    llm = ScriptedLLM(["Sure, for how many people would that be?", "A table for two, booked."], first_token_delay=1.0)
+    rec = FrameMarbles(legend).run(pipeline(pair.user(), llm, pair.assistant()),
+                                   down="v--a-s----------v-s" + "-" * 100 + "E", watch=[pair.user(), pair.assistant()])
+    assert [t for t, _ in rec.events_named("on_user_turn_recovered")] == [1600]
+    assert [t for t, _ in rec.events_named("on_user_turn_stopped")] == [1100, 1600 + 1000]
+    assert rec.events_named("on_user_turn_stop_timeout") == []
+    assert conversation(pair) == [("user", "I'd like a table"), ("assistant", "A table for two, booked.")]
+
+
+def test_a_reopened_turn_the_session_end_closes_is_answered_without_the_cut_reply() -> None:
+    """The user resumes (1.6 s) while the reply streams, and the session ends (1.8 s) before more is said: the
+    unheard "Sure, for" is not kept, and the turn is answered once more before the end."""
+    pair, llm, rec = talk("v--a-s----------v-E", first_token_delay=0.1, token_delay=0.2)
+    assert len(rec.events_named("on_user_turn_recovered")) == 1
+    assert conversation(pair) == [("user", FIRST), ("assistant", "A table for two, booked.")]
+    assert [r.snapshot.messages[-1]["content"] for r in llm.runs] == [FIRST, FIRST]
+
+
+def test_a_developer_note_after_the_users_message_keeps_recovery() -> None:
+    """The app appends a note (1.3 s) after the false end: it is no answer, so the turn still reopens; the note
+    stays, after the whole user message."""
+    note = F.LLMMessagesAppendFrame([{"role": "developer", "content": "The user is a regular."}], run_llm=False)
+    pair = Pair(LLMContext())
+    llm = ScriptedLLM(["Sure, for how many people would that be?", "A table for two, booked."], first_token_delay=1.0)
+    rec = FrameMarbles({**L, "n": note}).run(pipeline(pair.user(), llm, pair.assistant()),
+                                            down="v--a-s-------n--v-b-s" + "-" * 50 + "E",
+                                            watch=[pair.user(), pair.assistant()])
+    assert len(rec.events_named("on_user_turn_recovered")) == 1
+    assert conversation(pair) == [
+        ("user", WHOLE), ("developer", "The user is a regular."), ("assistant", "A table for two, booked.")]
 
 
 def test_a_recovery_window_of_zero_turns_recovery_off() -> None:

@@ -1,7 +1,7 @@
-"""Shared fixtures of the audio tests: the speech fixtures (the model is in tests/conftest.py).
+"""Fixtures of the audio tests: the turn recordings and the booking call of ``tests/data`` as samples.
 
-The model and the recordings live in the shared folder beside the repository
-(``../shared``), never in the repository; a missing file fails the run loudly.
+The model is in ``tests/conftest.py``; ``tests/data/README.md`` says how the
+recordings were made.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support import shared_dir
+from tests.support import conversation_dir, turns_dir
 
-SHARED = shared_dir()
-TURNS = SHARED / "audio" / "turns"
-CONVERSATION = SHARED / "audio" / "conversation"
+TURNS = turns_dir()
+CONVERSATION = conversation_dir()
 
 
 def read_wav(path: Path) -> tuple[np.ndarray, int]:
@@ -29,22 +28,22 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
 
 @pytest.fixture(scope="session")
 def turns_dir() -> Path:
-    """../shared/audio/turns (or under $RXVOICE_SHARED)."""
+    """tests/data/turns."""
     return TURNS
 
 
 @pytest.fixture(scope="session")
 def conversation_dir() -> Path:
-    """../shared/audio/conversation (or under $RXVOICE_SHARED)."""
+    """tests/data/conversation."""
     return CONVERSATION
 
 
 @pytest.fixture(scope="session")
 def turn_labels() -> list[dict[str, str]]:
-    """Rows of ../shared/audio/turns/labels.csv."""
+    """Rows of tests/data/turns/labels.csv."""
     labels = TURNS / "labels.csv"
     if not labels.is_file():
-        pytest.fail(f"speech fixtures missing: {labels}")
+        pytest.fail(f"speech fixtures missing: {labels} (a partial checkout?)", pytrace=False)
     with open(labels, newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) >= 30

@@ -1,8 +1,8 @@
-"""Fixtures of the command-line tests: running ``main`` in-process, the model, the shared recordings.
+"""Fixtures of the command-line tests: running ``main`` in-process, the model present or hidden, turn recordings.
 
-The Smart Turn model is ``$RXVOICE_SMART_TURN_MODEL`` or ``../shared/models/``
-(never copied into the repository); the recordings are the shared booking
-call and a few of the turn fixtures.
+The Smart Turn model is where ``rxvoice model install`` put it (never in the
+repository); the recordings are the booking call and a few of the turn
+recordings of ``tests/data``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from rxvoice.audio.turn import ENV_VAR
 from rxvoice.cli import main
+from tests.support import turns_dir
 
 TURN_FILES = (
     "complete__en-us__please_send_the_invoice_to_my_email_addr.wav",
@@ -59,17 +60,11 @@ def without_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def booking_wav(shared: Path) -> Path:
-    """The shared booking call (its transcript, booking.transcript.json, lies beside it)."""
-    return shared / "audio" / "conversation" / "booking.wav"
-
-
-@pytest.fixture(scope="session")
-def turns_folder(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with three of the shared turn fixtures."""
+def turns_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with three of the turn recordings of tests/data (no labels.csv)."""
     folder = tmp_path_factory.mktemp("turns")
     for name in TURN_FILES:
-        shutil.copy(shared / "audio" / "turns" / name, folder / name)
+        shutil.copy(turns_dir() / name, folder / name)
     return folder
 
 

@@ -126,7 +126,7 @@ def test_transcript_flag_problems(without_model: Path, booking_wav: Path, tmp_pa
     """--transcript naming nothing, or given with a folder."""
     assert "--transcript" in one_line_error(run_cli("turns", str(booking_wav), "--transcript", "nope.json"))
     (tmp_path / "a.wav").write_bytes(b"")
-    line = one_line_error(run_cli("turns", str(tmp_path), "--transcript", "x.json"))
+    line = one_line_error(run_cli("turns", str(tmp_path), "--transcript", "x.json"), code=2)
     assert "<name>.transcript.json beside its WAV" in line
 
 
@@ -157,7 +157,7 @@ def test_bad_command_lines_exit_2(argv: list[str], message: str) -> None:
 
 def test_plot_name_must_be_png(without_model: Path, booking_wav: Path) -> None:
     """--plot needs a .png name for one recording."""
-    assert "give a .png file name" in one_line_error(run_cli("turns", str(booking_wav), "--plot", "out.pdf"))
+    assert "give a .png file name" in one_line_error(run_cli("turns", str(booking_wav), "--plot", "out.pdf"), code=2)
 
 
 def test_an_unexpected_failure_is_one_line(without_model: Path, booking_wav: Path,

@@ -42,9 +42,9 @@ def test_demo_with_smart_turn_answers_three_whole_turns_fast(with_model: Path) -
     assert r.code == 0, r.err
     assert r.err == ""
     assert user_lines(r.out) == TURNS
-    assert "Smart Turn (smart-turn-v3.2-cpu.onnx; verdicts take 50 ms)" in r.out
-    assert (f"  stop strategy: Smart Turn v3.2 (TurnAnalyzerStop), because its model was found via "
-            f"$RXVOICE_SMART_TURN_MODEL ({with_model})") in r.out
+    assert "Smart Turn with the words and the silence (smart-turn-v3.2-cpu.onnx; verdicts take 50 ms)" in r.out
+    assert ("  stop strategy: Smart Turn with the words and the silence (FusedTurnStop), because its model was "
+            f"found via $RXVOICE_SMART_TURN_MODEL ({with_model})") in r.out
     assert "pause after \"…thinking is that\": Smart Turn says incomplete, p=0.02" in r.out
     ended = [line for line in r.out.splitlines() if "ended 0.30 s after speech stopped: Smart Turn: complete" in line]
     assert len(ended) == 3
@@ -66,7 +66,7 @@ def test_demo_without_the_model_says_so_and_what_it_costs(without_model: Path) -
     assert ("  stop strategy: a speech timeout (SpeechTimeoutStop), falling back because: Smart Turn model not "
             "found (RXVOICE_SMART_TURN_MODEL unset; nothing at ") in r.out
     assert str(without_model) in r.out and "`rxvoice model install` gets it" in r.out
-    assert "turn end: speech timeout (0.8 s of silence)" in r.out
+    assert "turn end: a speech timeout (0.8 s of silence)" in r.out
     assert user_lines(r.out) == ["So what I was thinking is that", "you send me the invoice by email.", *TURNS[1:]]
     assert "<< cut off mid-sentence" in r.out
     assert '1 mid-sentence cut-off' in r.out
@@ -80,8 +80,8 @@ def test_demo_finds_the_model_in_the_user_cache(without_model: Path, smart_turn_
     r = run_cli("demo")
     assert r.code == 0, r.err
     cached = without_model / "rxvoice" / "smart-turn-v3.2-cpu.onnx"
-    assert ("stop strategy: Smart Turn v3.2 (TurnAnalyzerStop), because its model was found via the user cache "
-            f"({cached})") in r.out
+    assert ("stop strategy: Smart Turn with the words and the silence (FusedTurnStop), because its model was "
+            f"found via the user cache ({cached})") in r.out
     assert user_lines(r.out) == TURNS
 
 

@@ -15,6 +15,7 @@ from rxvoice.cli.analysis import Analysis, Setup, Turn
 from rxvoice.cli.eval import Item, judge, totals
 from rxvoice.cli.wav import Recording
 from rxvoice.testing import Segment, Transcript
+from tests.support import turns_dir
 
 from .conftest import TURN_FILES, run_cli
 
@@ -22,32 +23,32 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def short_call(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def short_call(booking_wav: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first 7.5 s of the booking call: a mid-sentence pause, then an end of turn."""
     folder = tmp_path_factory.mktemp("call")
-    with wave.open(str(shared / "audio" / "conversation" / "booking.wav")) as w:
+    with wave.open(str(booking_wav)) as w:
         frames = w.readframes(round(7.5 * 16000))
     with wave.open(str(folder / "short.wav"), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(frames)
-    words = json.loads((shared / "audio" / "conversation" / "booking.transcript.json").read_text())
+    words = json.loads(booking_wav.with_name("booking.transcript.json").read_text())
     doc = {"segments": words["segments"][:2]}
     (folder / "short.transcript.json").write_text(json.dumps(doc))
     return folder / "short.wav"
 
 
 @pytest.fixture(scope="module")
-def labels_folder(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def labels_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three single utterances with a labels.csv (two complete, one incomplete)."""
     folder = tmp_path_factory.mktemp("labels")
-    rows = {r["file"]: r for r in csv.DictReader((shared / "audio" / "turns" / "labels.csv").open())}
+    rows = {r["file"]: r for r in csv.DictReader((turns_dir() / "labels.csv").open())}
     with (folder / "labels.csv").open("w", newline="") as f:
         out = csv.DictWriter(f, ["file", "label", "text"])
         out.writeheader()
         for name in TURN_FILES:
-            shutil.copy(shared / "audio" / "turns" / name, folder / name)
+            shutil.copy(turns_dir() / name, folder / name)
             out.writerow({"file": name, "label": rows[name]["label"], "text": rows[name]["text"]})
     return folder
 
@@ -120,7 +121,7 @@ def test_labels_csv_single_utterances(with_model: Path, labels_folder: Path) -> 
 
 def test_a_sweep_gives_one_run_per_value_and_a_readable_plot(with_model: Path, short_call: Path,
                                                               tmp_path: Path) -> None:
-    out = tmp_path / "sub" / "tradeoff.png"
+    out = tmp_path / "tradeoff.png"
     r = run_cli("eval", str(short_call), "--no-punctuation", "--sweep", "patience=0.5,2",
                 "--set", "stop_secs=0.2", "--plot", str(out), "--json")
     assert r.code == 0, r.err
@@ -148,11 +149,12 @@ def test_the_text_report_has_the_totals(with_model: Path, short_call: Path) -> N
     (["--no-punctuation", "--words", "as-written"], "contradicts"),
     (["--bot-delay", "-1"], "outside 0..60"),
     (["--plot", "out.jpg"], "give a .png file name"),
-    (["--jobs", "0"], "--jobs must be 1 or more"),
+    (["--jobs", "0"], "argument --jobs: 0 is not 1 or more"),
 ])
 def test_bad_options_are_one_line_errors(with_model: Path, short_call: Path, argv: list[str], message: str) -> None:
+    """Every bad option is a usage error: one line, exit status 2."""
     r = run_cli("eval", str(short_call), *argv)
-    assert r.code in (1, 2) and message in r.err and "Traceback" not in r.err
+    assert r.code == 2 and message in r.err and "Traceback" not in r.err
 
 
 def test_recordings_without_labels_are_refused(with_model: Path, tmp_path: Path, short_call: Path) -> None:
@@ -211,18 +213,25 @@ def test_a_single_incomplete_utterance_is_cut_off_only_before_the_speaker_would_
     assert judge(item, _analysis([(2.1, "unfinished")]))[0].outcome == "held"
 
 
-def test_a_verdict_delivered_just_after_the_turn_event_is_the_deciding_reason() -> None:
-    """The turn-end event may come before the MetricsFrame of the verdict that caused it: still cause 'model'."""
+def test_the_turn_shows_the_reason_its_strategy_reported() -> None:
+    """The collector prints the strategy's own reason (kind, text, probability), derived nowhere else; a verdict
+    delivered just after the turn-end event is still listed before the turn it ended."""
     from rxvoice import frames as F
     from rxvoice.aggregators.reports import UserTurnStopped
     from rxvoice.cli.analysis import Setup as S
-    from rxvoice.cli.analysis import _Collector
-    from rxvoice.turns import FusedTurnStop, TurnAnalyzerStop
+    from rxvoice.cli.analysis import Verdict
+    from rxvoice.cli.runner import _Collector
+    from rxvoice.turns import FusedTurnStop, TurnEndReason
     from tests.turns.helpers import FakeAnalyzer
 
     clock = [0.0]
     queued: list[object] = []
-    for strategy, cause in ((TurnAnalyzerStop(FakeAnalyzer()), "model"), (FusedTurnStop(FakeAnalyzer()), "model")):
+    reason = TurnEndReason("model", "a made-up text: complete (p=0.90)", probability=0.9)
+    for stopped, expected in (
+        (UserTurnStopped(FusedTurnStop(FakeAnalyzer()), "What time is it?", "", reason=reason),
+         ("model", "a made-up text: complete (p=0.90)", 0.9)),
+        (UserTurnStopped(FusedTurnStop(FakeAnalyzer()), "What time is it?", ""), ("other", "FusedTurnStop", None)),
+    ):
         stt = Transcript((Segment("What time is it?", 0.0, 1.0, True),))
         c = _Collector(S(), stt, True, lambda: clock[0], None, queued.append)  # type: ignore[arg-type]
         clock[0] = 0.2
@@ -230,11 +239,11 @@ def test_a_verdict_delivered_just_after_the_turn_event_is_the_deciding_reason() 
         c.frame(F.VADUserStartedSpeakingFrame(0.2))
         clock[0] = 1.2
         c.frame(F.VADUserStoppedSpeakingFrame(0.2))
-        clock[0] = 1.3
-        c.frame(F.TranscriptionFrame("What time is it?", finalized=True))
         clock[0] = 1.35
-        c.turn_stopped(None, UserTurnStopped(strategy, "What time is it?", ""))
-        c.frame(F.MetricsFrame((F.TurnMetricsData("TurnAnalyzer", True, 0.9, 50.0),)))  # after the event
+        c.turn_stopped(None, stopped)
+        c.frame(F.MetricsFrame((F.TurnMetricsData("TurnAnalyzer", True, 0.3, 50.0),)))  # after the event
+        kinds = [type(o).__name__ for o in c.observations]
+        assert kinds.index("Verdict") < kinds.index("Turn")
         (turn,) = [o for o in c.observations if isinstance(o, Turn)]
-        assert (turn.cause, turn.probability) == (cause, 0.9), turn.reason
-        assert "complete (p=0.90)" in turn.reason
+        assert (turn.cause, turn.reason, turn.probability) == expected  # not the later verdict's 0.3
+        assert [v.probability for v in c.observations if isinstance(v, Verdict)] == [0.3]

@@ -9,7 +9,7 @@ import pytest
 from rxvoice.audio.turn import SmartTurnAnalyzer
 from rxvoice.audio.vad import SMART_TURN_STOP_SECS, VADParams
 from rxvoice.turns import TurnAnalyzerStop
-from tests.support import load_example
+from tests.support import calls_dir, load_example
 
 
 def test_the_demo_call_ends_three_whole_turns(with_model: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,11 +37,11 @@ def test_without_the_model_the_pause_cuts_the_caller_off(without_model: Path, bo
 
 
 def test_the_last_turn_of_a_recording_is_closed_by_the_rule_that_ends_it(
-        with_model: Path, shared: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        with_model: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A call whose last words Smart Turn judges unfinished, with its verdicts alone deciding: the recording runs on
     until the stop watchdog closes that turn (it is written and answered, nothing lost), and the output names the
     stop timeout, not the end of the recording."""
-    call = shared / "audio" / "calls" / "call03_tech_support"
+    call = calls_dir() / "call03_tech_support"
     example = load_example("recording")
     example.stop_strategy = lambda: (  # the model's verdicts alone: the last turn has no rule but the watchdog
         TurnAnalyzerStop(SmartTurnAnalyzer()), VADParams(stop_secs=SMART_TURN_STOP_SECS), "Smart Turn's verdicts")

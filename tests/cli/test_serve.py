@@ -15,7 +15,7 @@ from tests.cli.conftest import run_cli
 
 def test_a_bad_port_and_a_missing_model_are_one_line_errors(without_model: Path) -> None:
     r = run_cli("serve", "--port", "70000", "--stop", "speech-timeout")
-    assert r.code == 1 and "--port 70000" in r.err
+    assert r.code == 2 and "argument --port: 70000 is outside 0..65535" in r.err
     r = run_cli("serve", "--stop", "smart-turn")
     assert r.code == 1 and "Smart Turn model not found" in r.err and "rxvoice model install" in r.err
 
@@ -45,3 +45,41 @@ def test_the_scripted_model_says_what_it_heard() -> None:
     assert reply_to(context.snapshot).text == "I heard: book a flight to Boston. I can book that flight for you."
     assert reply_to(LLMContext(messages=[{"role": "user", "content": "(speech 2)"}]).snapshot).text.startswith(
         "I heard you speak")
+
+
+class _Page:
+    """What the page is sent (the transport's send), with no event loop: sent at once."""
+
+    loop = None
+    audio_seconds = 1.5
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, object]] = []
+
+    def send(self, message: dict[str, object]) -> None:
+        self.sent.append(message)
+
+
+def test_the_page_is_told_the_strategys_own_reason_and_reopened_turns() -> None:
+    """turn_end carries the reason the stop strategy reported (text, kind, probability), and a reopened turn
+    names the turn it continues."""
+    from rxvoice.cli.serve import ServeOptions, _Watch
+    from rxvoice.turns import FusedTurnStop, TurnEndReason
+    from rxvoice.turns.reports import UserTurnStopped
+
+    page = _Page()
+    watch = _Watch(page, ServeOptions(stop="speech-timeout"))
+    strategy = FusedTurnStop()
+    reason = TurnEndReason("unsure", "words unsure: no rule decides; 0.8 s of silence", silence=0.8)
+    watch.turn_started(None)
+    watch.turn_stopped(None, UserTurnStopped(strategy, "so I was", "t", reason=reason))
+    watch.recovered(None)
+    watch.turn_started(None)
+    model = TurnEndReason("model", "Smart Turn: complete (p=0.91), words complete: a question", probability=0.9123)
+    watch.turn_stopped(None, UserTurnStopped(strategy, "so I was thinking?", "t", reason=model))
+    ends = [m for m in page.sent if m["type"] == "turn_end"]
+    assert [(m["reason"], m["cause"], m["probability"], m["reopened"], m["recovered_from"]) for m in ends] == [
+        ("words unsure: no rule decides; 0.8 s of silence", "unsure", None, False, None),
+        ("Smart Turn: complete (p=0.91), words complete: a question", "model", 0.9123, True, 1),
+    ]
+    assert [m["strategy"] for m in ends] == ["FusedTurnStop", "FusedTurnStop"]

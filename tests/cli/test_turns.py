@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from rxvoice.cli.analysis import Setup, _chunks, first_pass
+from rxvoice.cli.analysis import Setup, first_pass
+from rxvoice.cli.runner import _chunks
 from rxvoice.cli.wav import read_wav
 
 from .conftest import TURN_FILES, run_cli
@@ -66,11 +67,14 @@ def test_without_a_transcript_placeholders_stand_in_for_the_stt(with_model: Path
     assert r.code == 0, r.err
     rec = json.loads(r.out)["recordings"][0]
     assert rec["transcript"] is None and rec["labels"] is None
-    # Where the next speech began within the recovery window of an end, it reopened that turn (no answer heard).
+    # Where the next speech began within the recovery window of an end, it reopened that turn (no answer heard):
+    # the reopened turn says so, and its words repeat those of the turn it reopened.
     assert [t["text"] for t in rec["turns"]] == [
         "<speech 1>", "<speech 1> <speech 2>", "<speech 3>", "<speech 3> <speech 4>", "<speech 5>",
         "<speech 5> <speech 6>",
     ]
+    assert [t["recovered_from"] for t in rec["turns"]] == [None, 1, None, 3, None, 5]
+    assert [t["reopened"] for t in rec["turns"]] == [False, True, False, True, False, True]
     assert [t["cause"] for t in rec["turns"]] == ["unsure", "model", "unsure", "model", "model", "model"]
     # Latency counts from the VAD stop minus its stop_secs.
     assert [t["latency"] for t in rec["turns"]] == pytest.approx([0.8, 0.3, 0.8, 0.3, 0.3, 0.3], abs=0.001)
@@ -111,7 +115,7 @@ def test_webrtc_vad(with_model: Path, booking_wav: Path) -> None:
 def booking_json_and_plot(smart_turn_model: Path, booking_wav: Path, tmp_path_factory: pytest.TempPathFactory
                           ) -> tuple[dict[str, object], Path]:
     """One Smart Turn run of the booking call with --json and --plot (shared by the tests below)."""
-    out = tmp_path_factory.mktemp("plots") / "sub" / "booking.png"
+    out = tmp_path_factory.mktemp("plots") / "booking.png"
     r = run_cli("turns", str(booking_wav), "--model", str(smart_turn_model), "--json", "--plot", str(out))
     assert r.code == 0, r.err
     return json.loads(r.out), out
@@ -141,8 +145,9 @@ def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None
     assert all(isinstance(v["complete"], bool) and 0 <= v["probability"] <= 1 for v in rec["verdicts"])
     turn = rec["turns"][0]
     assert set(turn) == {"index", "started", "ended", "strategy", "cause", "reason", "speech_end", "latency", "text",
-                         "probability", "premature"}
+                         "probability", "premature", "reopened", "recovered_from"}
     assert (turn["strategy"], turn["cause"], turn["premature"]) == ("FusedTurnStop", "model", False)
+    assert (turn["reopened"], turn["recovered_from"]) == (False, None)
     assert turn["ended"] == pytest.approx(5.696) and turn["speech_end"] == 5.396
     assert turn["probability"] == pytest.approx(0.9308, abs=1e-3)
     assert rec["labels"] == {"turn_ends": 3, "found": 3, "premature": 0, "missed": 0, "missed_at": [],
@@ -182,7 +187,7 @@ def test_a_folder_with_a_bad_file_reports_it_and_goes_on(with_model: Path, turns
 
 
 def test_plot_writes_a_png_timeline(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None:
-    """--plot out.png writes a real PNG of some size (folders created as needed)."""
+    """--plot out.png writes a real PNG of some size."""
     data = booking_json_and_plot[1].read_bytes()
     assert data[:8] == PNG_SIGNATURE
     assert len(data) > 30_000
@@ -195,6 +200,7 @@ def test_plot_of_a_folder_writes_one_png_each(turns_folder: Path, tmp_path: Path
     for name in ("a.wav", "b.wav"):
         shutil.copy(turns_folder / TURN_FILES[1], folder / name)
     out = tmp_path / "timelines"
+    out.mkdir()
     r = run_cli("turns", str(folder), "--plot", str(out), "--stop", "speech-timeout")
     assert r.code == 0, r.err
     pngs = sorted(p.name for p in out.iterdir())
@@ -208,3 +214,14 @@ def test_the_first_pass_sees_what_the_vad_operator_sees(booking_json_and_plot: t
     speech = booking_json_and_plot[0]["recordings"][0]["speech"]
     assert speech == first_pass_spans(booking_wav, Setup(stop="smart-turn"))
     assert len(speech) == 8
+
+
+def test_reopened_turns_are_shown_as_such_in_the_text(with_model: Path, booking_wav: Path) -> None:
+    """A false end undone: the reopened turn names the turn it continues, and the count says how many there are."""
+    r = run_cli("turns", str(booking_wav), "--no-transcript", "--stt", "none")
+    assert r.code == 0, r.err
+    assert "6 user turns (3 reopened the turn before it after a false end: 3 turns in the conversation)" in r.out
+    for earlier in (1, 3, 5):
+        assert r.out.count(f"reopens turn {earlier}: the user went on before the bot spoke") == 1
+    block = r.out.split("turn 2 ")[1]
+    assert block.index("reopens turn 1") < block.index('"<speech 1> <speech 2>"')

@@ -7,9 +7,20 @@ import json
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rxvoice import LLMContext
-from rxvoice.context import IN_PROGRESS, ContextSnapshot, LLMSpecificMessage, ToolsSchema, tool_change_message
+from rxvoice.context import (
+    IN_PROGRESS,
+    ContextSnapshot,
+    LLMSpecificMessage,
+    Messages,
+    ToolsSchema,
+    tool_change_message,
+)
+from rxvoice.context.sequence import BLOCK
+from rxvoice.context.tokens import estimate_message_tokens
 from rxvoice.errors import InvalidMessageError, InvalidToolCallError
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
@@ -186,3 +197,86 @@ def test_llm_specific_messages_stay_with_their_provider() -> None:
     assert len(ctx.messages) == 2
     assert ctx.snapshot.messages_for("openai") == [{"role": "user", "content": "hi"}]
     assert ctx.snapshot.messages_for("anthropic")[1] == {"type": "thought", "text": "hmm"}
+
+
+# -- the persistent messages (every snapshot keeps its own, whatever grew from it) -------------------
+
+def _m(i: int) -> dict[str, str]:
+    return {"role": "user", "content": f"message {i} " + "x" * (i % 7)}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["append", "truncate", "replace"]), st.integers(0, 10**6),
+                          st.integers(1, 2 * BLOCK + 3)), max_size=40))
+def test_every_snapshot_keeps_its_messages_whatever_grew_from_it(ops: list[tuple[str, int, int]]) -> None:
+    """Appends, truncations and replacements from any older snapshot (branches included) against plain lists:
+    each view reads, iterates, reverses, slices and counts tokens exactly as its list does."""
+    views: list[tuple[Messages, list[dict[str, str]]]] = [(Messages([_m(0)]), [_m(0)])]
+    counter = 1
+    for op, pick, size in ops:
+        base, model = views[pick % len(views)]
+        if op == "append":
+            new = [_m(counter + j) for j in range(size)]
+            counter += size
+            views.append((base.appended(*new), model + new))
+        elif op == "truncate":
+            n = pick % (len(model) + 1)
+            views.append((base.truncated(n), model[:n]))
+        elif model:
+            index = pick % len(model)
+            message = _m(counter)
+            counter += 1
+            views.append((base.replaced(index, message), [*model[:index], message, *model[index + 1:]]))
+    for view, model in views:
+        assert len(view) == len(model) and list(view) == model and view == model
+        assert list(reversed(view)) == model[::-1]
+        assert [view[i] for i in range(-len(model), len(model))] == model + model
+        assert view[1:-1:2] == model[1:-1:2]
+        assert view.tokens == sum(estimate_message_tokens(m) for m in model)
+
+
+def test_reopening_the_last_user_turn_costs_what_follows_it() -> None:
+    """Reopening rewrites only the end: the prefix is shared with the snapshot it came from, not copied."""
+    ctx = LLMContext([_m(i) for i in range(10 * BLOCK)])
+    ctx.add_user_message("I'd like a table for")
+    ctx.add_assistant_message("Sure, for")
+    before = ctx.messages
+    assert ctx.reopen_user_message("I'd like a table for", "I'd like a table for two.")
+    after = ctx.messages
+    assert list(after)[-1] == {"role": "user", "content": "I'd like a table for two."}
+    assert after._blocks is before._blocks  # the full blocks are shared, not copied
+    assert list(before)[-2:] == [{"role": "user", "content": "I'd like a table for"},
+                                 {"role": "assistant", "content": "Sure, for"}]  # the old snapshot kept its own
+
+
+# -- tool choice, tools and provider messages: strict JSON, typed errors ---------------------------
+
+
+def test_a_tool_choice_naming_a_function_is_taken_and_a_bad_one_refused_typed() -> None:
+    """A dict naming a tool is a tool choice (it raised an untyped TypeError: unhashable type: 'dict')."""
+    ctx = LLMContext(tools=[WEATHER])
+    choice = {"type": "function", "function": {"name": "get_weather"}}
+    ctx.set_tool_choice(choice)
+    assert ctx.tool_choice == choice and ctx.to_openai()["tool_choice"] == choice
+    for bad in ({"type": "function"}, {"type": "function", "function": {"name": ""}},
+                {"type": "function", "function": {"name": "f", "x": float("nan")}}, ["auto"], 3):
+        with pytest.raises(InvalidToolCallError, match="tool_choice"):
+            ctx.set_tool_choice(bad)
+    assert ctx.tool_choice == choice
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "\ud800", {1, 2}, b"bytes", object()])
+def test_tools_and_provider_messages_are_strict_json(bad: object) -> None:
+    """NaN, a lone surrogate, a set, bytes, an object: refused where written, so the request body always builds."""
+    ctx = LLMContext()
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "default": bad}}}
+    with pytest.raises(InvalidToolCallError, match="strict JSON"):
+        ctx.set_tools([tool])
+    with pytest.raises(InvalidToolCallError, match="strict JSON"):
+        ctx.set_tools([{"type": "web_search", "extra": bad}])
+    with pytest.raises(InvalidToolCallError, match="strict JSON"):
+        ctx.set_tools(ToolsSchema(custom={"openai": ({"type": "web_search", "extra": bad},)}))
+    with pytest.raises(InvalidMessageError, match="strict JSON"):
+        LLMSpecificMessage("openai", {"role": "assistant", "content": bad})
+    assert ctx.tools is None
+    json.dumps(ctx.to_openai(), allow_nan=False)

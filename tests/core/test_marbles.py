@@ -50,9 +50,9 @@ def test_expect_matches_a_recording(marbles: FrameMarbles) -> None:
     assert rec.down == marbles.expect("a--b|")
 
 
-def test_replay_transcript_times(shared: Path) -> None:
+def test_replay_transcript_times(booking_wav: Path) -> None:
     """Each segment's text arrives finalized at its end plus the STT delay."""
-    transcript = load_transcript(shared / "audio/conversation/booking.transcript.json")
+    transcript = load_transcript(booking_wav.with_name("booking.transcript.json"))
     assert len(transcript.segments) == 5 and transcript.turn_ends == [5.396, 11.444, 15.304]
     rec = FrameMarbles().run(lambda src: src, down=replay_transcript(transcript, delay=0.3))
     assert [(t, f.text) for t, f in rec.down] == [

@@ -15,7 +15,6 @@ from __future__ import annotations
 import wave
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,15 +26,9 @@ from rxvoice.aggregators import Pair
 from rxvoice.pipeline.stage import Stage
 from rxvoice.testing import FrameMarbles, Recording, ScriptedLLM, Transcript, load_transcript, replay_transcript
 from rxvoice.turns import SchedulerOffload
-from tests.support import shared_dir
+from tests.support import booking_paths
 
 CHUNK_SAMPLES = 320  # 20 ms at 16 kHz
-
-
-def booking_paths() -> tuple[Path, Path]:
-    """The recording and its transcript."""
-    folder = shared_dir() / "audio" / "conversation"
-    return folder / "booking.wav", folder / "booking.transcript.json"
 
 
 def load_booking() -> tuple[np.ndarray, Transcript]:

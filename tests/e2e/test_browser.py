@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import threading
@@ -24,10 +23,8 @@ from typing import Any
 from rxvoice.cli.analysis import check_transcript
 from rxvoice.cli.wav import read_wav
 from rxvoice.testing import load_transcript
-from tests.support import REPO
+from tests.support import REPO, require_program
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
 ARTIFACTS = REPO / "artifacts"
 
 
@@ -69,7 +66,7 @@ def _browser(wav: Path, profile: Path, downloads: Path) -> Any:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
+    options.binary_location = require_program("chromium")
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
                 "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
@@ -81,7 +78,7 @@ def _browser(wav: Path, profile: Path, downloads: Path) -> Any:
         "download.default_directory": str(downloads), "download.prompt_for_download": False,
         "profile.default_content_setting_values.automatic_downloads": 1,
     })
-    return webdriver.Chrome(options=options, service=Service(str(DRIVER)))
+    return webdriver.Chrome(options=options, service=Service(require_program("chromedriver")))
 
 
 def _wait(driver: Any, script: str, seconds: float) -> Any:
@@ -95,9 +92,10 @@ def _wait(driver: Any, script: str, seconds: float) -> Any:
     return value
 
 
-def test_talking_to_the_page_in_headless_chromium(shared: Path, smart_turn_model: Path, tmp_path: Path) -> None:
-    assert CHROMIUM and DRIVER, "chromium and chromium-driver are not installed (.ci/run installs them)"
-    wav = shared / "audio" / "conversation" / "booking.wav"
+def test_talking_to_the_page_in_headless_chromium(booking_wav: Path, smart_turn_model: Path, tmp_path: Path) -> None:
+    for program in ("chromium", "chromedriver", "espeak-ng"):
+        require_program(program)
+    wav = booking_wav
     proc, url = _start_server(smart_turn_model)
     downloads = tmp_path / "downloads"
     downloads.mkdir()

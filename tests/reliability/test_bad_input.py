@@ -30,6 +30,7 @@ from rxvoice.audio.pcm import to_float32_mono
 from rxvoice.audio.turn import SmartTurnAnalyzer
 from rxvoice.audio.vad import SileroModel, VADParams
 from rxvoice.audio.vad_processor import VADProcessor
+from rxvoice.context import LLMSpecificMessage
 from rxvoice.errors import (
     ConfigurationError,
     InvalidAudioError,
@@ -40,14 +41,18 @@ from rxvoice.errors import (
     InvalidTranscriptError,
     ModelNotFoundError,
     RxVoiceError,
+    ServiceError,
     SummarizationError,
 )
 from rxvoice.events import EventRegistry
 from rxvoice.services.openai import OpenAILLM
+from rxvoice.services.stt import OpenAITranscriptionSTT
+from rxvoice.services.tts import OpenAISpeechTTS
 from rxvoice.summarization import AutoSummarizationConfig, SummaryConfig
 from rxvoice.testing import FrameMarbles, MarbleError, Recording, ScriptedLLM, load_transcript, replay_transcript
 from rxvoice.text import PatternPairAggregator
-from rxvoice.turns import MinWordsStart, SchedulerOffload, TurnsConfig
+from rxvoice.turns import ExternalStop, MinWordsStart, SchedulerOffload, SpeechTimeoutStop, TurnsConfig, inline_offload
+from tests.services._speech_server import SpeechServer, empty_body, mp3, sign_in_page, wav_without_samples
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 
@@ -324,6 +329,11 @@ def turns_bad_timeouts(_tmp: Path) -> None:
         MinWordsStart(min_words=0)
     with pytest.raises(ConfigurationError):
         SchedulerOffload(FrameMarbles().scheduler, -0.1)
+    for make in (lambda: SpeechTimeoutStop(math.inf), lambda: SpeechTimeoutStop(1e308),
+                 lambda: ExternalStop(timeout=math.inf), lambda: ExternalStop(settle=1e308),
+                 lambda: TurnsConfig(recovery_window=86_401.0)):
+        with pytest.raises(ConfigurationError, match="at most 86400"):
+            make()
 
 
 @case
@@ -433,6 +443,24 @@ def tools_duplicate_or_unknown_choice(_tmp: Path) -> None:
     assert ctx.tools is None and ctx.tool_choice is None
 
 
+@case
+def tools_and_provider_messages_not_strict_json(_tmp: Path) -> None:
+    ctx = LLMContext()
+    for bad in (math.nan, "caf\ud800", {1, 2}, b"x", object()):
+        with pytest.raises(InvalidToolCallError, match="strict JSON"):
+            ctx.set_tools([{"type": "function", "function": {"name": "f", "parameters": {"default": bad}}}])
+        with pytest.raises(InvalidToolCallError, match="strict JSON"):
+            ctx.set_tool_choice({"type": "function", "function": {"name": "f"}, "x": bad})
+        with pytest.raises(InvalidMessageError, match="strict JSON"):
+            LLMSpecificMessage("openai", {"role": "assistant", "thought": bad})
+    for choice in ({"type": "function"}, ["auto"], 3):
+        with pytest.raises(InvalidToolCallError, match="tool_choice"):
+            ctx.set_tool_choice(choice)
+    assert ctx.tools is None and ctx.tool_choice is None
+    ctx.set_tool_choice({"type": "function", "function": {"name": "f"}})  # a dict naming a tool is a choice
+    assert ctx.tool_choice == {"type": "function", "function": {"name": "f"}}
+
+
 # -- values inside frames and messages ---------------------------------------------------------------------
 
 
@@ -450,6 +478,13 @@ def control_frame_number_out_of_range(_tmp: Path) -> None:
 def control_frame_flag_not_bool(_tmp: Path) -> None:
     with pytest.raises(InvalidFrameFieldError, match=r"STTMuteFrame\.mute must be True or False, got 'no'"):
         F.STTMuteFrame("no")  # type: ignore[arg-type]
+    for make in (lambda: F.TranscriptionFrame("hi", finalized="no"),  # type: ignore[arg-type]
+                 lambda: F.LLMMessagesAppendFrame([], run_llm="no"),  # type: ignore[arg-type]
+                 lambda: F.TTSSpeakFrame("hi", append_to_context="no"),  # type: ignore[arg-type]
+                 lambda: F.LLMTextFrame("hi", skip_tts="no"),  # type: ignore[arg-type]
+                 lambda: F.TTSTextFrame("hi", append_to_context=np.bool_(False))):  # type: ignore[arg-type]
+        with pytest.raises(InvalidFrameFieldError, match="must be True"):
+            make()
 
 
 @case
@@ -594,6 +629,80 @@ def openai_without_event_loop(_tmp: Path) -> None:
     assert [type(e) for e in errors] == [ConfigurationError] and "event loop" in str(errors[0])
 
 
+# -- speech services over HTTP (a loopback server answers badly) ----------------------------------------------
+
+
+def _speech_errors(stage: Any) -> list[BaseException]:
+    errors: list[BaseException] = []
+    stage.events.on("on_error", lambda _s, e: errors.append(e))
+    return errors
+
+
+def _utterance(start: float) -> list[tuple[float, Any]]:
+    items: list[tuple[float, Any]] = [(start, F.VADUserStartedSpeakingFrame(start_secs=0.0))]
+    items += [(start + 0.02 * (i + 1), F.InputAudioRawFrame(b"\x02\x00" * 320)) for i in range(25)]
+    return [*items, (start + 0.51, F.VADUserStoppedSpeakingFrame(stop_secs=0.0))]
+
+
+@case
+def transcription_answer_not_a_transcription(_tmp: Path) -> None:
+    server = SpeechServer().start()
+    try:
+        server.transcribe_with = sign_in_page
+        stt = OpenAITranscriptionSTT(base_url=server.base_url, offload=inline_offload, pre_roll=0.0)
+        errors = _speech_errors(stt)
+        rec = FrameMarbles().run(stt, _utterance(0.0), until=1)
+        server.transcribe_with = None
+        after = FrameMarbles().run(stt, _utterance(0.0), until=1)
+    finally:
+        server.stop()
+    assert rec.of_type(F.TranscriptionFrame) == [], "a page is never the user's words"
+    assert [type(e) for e in errors] == [ServiceError] and "text/html, not a transcription" in str(errors[0])
+    assert [type(f.error) for f in rec.up_frames() if isinstance(f, F.ErrorFrame)] == [ServiceError]
+    assert [f.text for _, f in after.of_type(F.TranscriptionFrame)] == ["heard 8000 samples"]
+
+
+@case
+def speech_answer_with_nothing_to_play(_tmp: Path) -> None:
+    server = SpeechServer().start()
+    try:
+        for answer in (empty_body, wav_without_samples, mp3):
+            server.speak_with = answer
+            tts = OpenAISpeechTTS(base_url=server.base_url, offload=inline_offload)
+            errors = _speech_errors(tts)
+            pair = Pair(LLMContext())
+            rec = FrameMarbles().run(pipeline(tts, pair.assistant()), [
+                (0.0, F.LLMFullResponseStartFrame()), (0.01, F.LLMTextFrame("Your table is booked.")),
+                (0.02, F.LLMFullResponseEndFrame())], until=2)
+            tts.close()
+            assert rec.of_type(F.TTSTextFrame) == [] and rec.of_type(F.OutputAudioRawFrame) == [], answer
+            assert [m for m in pair.context().messages if m["content"]] == [], "nothing counts as spoken"
+            assert [type(e) for e in errors] == [ServiceError], answer
+    finally:
+        server.stop()
+
+
+@case
+def credentials_in_the_base_url(_tmp: Path) -> None:
+    url = "https://ana:s3cret@speech.example/v1"
+    for stage in (OpenAITranscriptionSTT(base_url=url), OpenAISpeechTTS(base_url=url), OpenAILLM("m", base_url=url)):
+        assert "s3cret" not in repr(stage) and "s3cret" not in stage.url  # type: ignore[attr-defined]
+        assert stage.url.startswith("https://speech.example/v1/")  # type: ignore[attr-defined]
+    with pytest.raises(ConfigurationError) as refused:
+        OpenAISpeechTTS(base_url="ftp://ana:s3cret@speech.example/v1")
+    assert "s3cret" not in str(refused.value)
+
+
+@case
+def speech_stage_bad_seconds(_tmp: Path) -> None:
+    for kwargs in ({"timeout": 0}, {"timeout": math.inf}, {"end_grace": -1}, {"end_grace": "10"},
+                   {"end_grace": math.nan}):
+        with pytest.raises(ConfigurationError, match="must be a number of seconds"):
+            OpenAITranscriptionSTT(base_url="http://127.0.0.1:9/v1", **kwargs)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="must be a number of seconds"):
+            OpenAISpeechTTS(base_url="http://127.0.0.1:9/v1", **kwargs)  # type: ignore[arg-type]
+
+
 # -- the command line ------------------------------------------------------------------------------------
 
 
@@ -623,15 +732,16 @@ def cli_unusable_files(tmp: Path) -> None:
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(b"\x00\x00" * 1600)
-    for argv, fragment in (
-        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav"),
-        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav"),
-        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json"),
-        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt"),
+    for argv, fragment, code in (
+        (["turns", str(tmp / "missing.wav"), "--stop", "speech-timeout"], "missing.wav", 1),
+        (["turns", str(tmp / "notes.wav"), "--stop", "speech-timeout"], "notes.wav", 1),
+        (["turns", str(tmp / "empty.wav"), "--stop", "speech-timeout"], "empty.wav", 1),
+        (["turns", str(silent), "--stop", "speech-timeout", "--transcript", str(tmp / "none.json")], "none.json", 1),
+        # A plot name that is not a .png is a usage error, found before any work (exit 2).
+        (["turns", str(silent), "--stop", "speech-timeout", "--plot", str(tmp / "out.txt")], "out.txt", 2),
     ):
         status, err = _cli(argv)
-        assert status == 1, (argv, err)
+        assert status == code, (argv, err)
         assert err.startswith("rxvoice: error: ") and fragment in err and "Traceback" not in err, err
 
 

@@ -7,11 +7,13 @@ the field) or what it becomes (a documented conversion), and that the conversati
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rxvoice import LLMContext, pipeline
@@ -317,8 +319,8 @@ def test_set_messages_replaces_everything_unless_asked_to_keep_the_prompt() -> N
 
 
 def test_frames_and_summarization_import_nothing_above_them() -> None:
-    """frames imports only errors and text; summarization imports no pipeline (no cycle through them, even a late
-    or TYPE_CHECKING one)."""
+    """frames imports only errors, text and the seconds check; summarization imports no pipeline (no cycle through
+    them, even a late or TYPE_CHECKING one)."""
     import ast
     from pathlib import Path
 
@@ -335,8 +337,9 @@ def test_frames_and_summarization_import_nothing_above_them() -> None:
                 found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("rxvoice.")}
         return found
 
-    assert imported("frames.py") <= {"errors", "text"}
-    assert imported("summarization.py") <= {"context", "errors"}
+    assert imported("frames.py") <= {"errors", "text", "_seconds"}
+    assert imported("summarization.py") <= {"context", "errors", "_seconds"}
+    assert imported("_seconds.py") <= {"errors"}
 
 
 def test_streamed_tool_arguments_with_nan_are_an_error_of_the_call() -> None:
@@ -348,3 +351,45 @@ def test_streamed_tool_arguments_with_nan_are_an_error_of_the_call() -> None:
         with pytest.raises(InvalidToolCallError, match="not valid JSON"):
             parse_arguments(raw)
     assert parse_arguments('{"x": 1.5}') == {"x": 1.5}
+
+
+# -- every flag of the frame catalogue ----------------------------------------------------------------------
+
+_NEEDS: dict[str, Any] = {  # what a frame needs besides its flags, by field name
+    "text": "hi", "error": "x", "function_name": "f", "tool_call_id": "c1", "marker": "\u25cf", "messages": [],
+    "transform": list, "mute": True, "processor": "p", "is_complete": True, "probability": 0.5,
+}
+
+
+def _flag_fields() -> list[tuple[type, str, bool]]:
+    """Every ``bool`` (or ``bool | None``) field of every frame and frame payload rxvoice.frames exports."""
+    found = []
+    for name in F.__all__:
+        cls = getattr(F, name)
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+            found += [(cls, f.name, f.type == "bool | None") for f in dataclasses.fields(cls)
+                      if f.init and f.type in ("bool", "bool | None")]
+    return found
+
+
+FLAGS = _flag_fields()
+
+
+def test_the_flag_catalogue_covers_the_flags_the_issue_named() -> None:
+    named = {("TranscriptionFrame", "finalized"), ("LLMMessagesAppendFrame", "run_llm"),
+             ("TTSSpeakFrame", "append_to_context"), ("LLMTextFrame", "skip_tts")}
+    assert named <= {(cls.__name__, name) for cls, name, _ in FLAGS} and len(FLAGS) >= 40
+
+
+@pytest.mark.parametrize(("cls", "flag", "optional"), FLAGS, ids=[f"{c.__name__}.{n}" for c, n, _ in FLAGS])
+def test_every_flag_of_every_frame_takes_only_a_real_bool(cls: type, flag: str, optional: bool) -> None:
+    """``"no"`` is truthy, ``0``/``1`` and numpy's bools are not ``bool``: refused, naming the field."""
+    needs = {f.name: _NEEDS[f.name] for f in dataclasses.fields(cls)
+             if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    for good in (True, False, *((None,) if optional else ())):
+        if cls is F.LLMThoughtStartFrame and flag == "append_to_context" and good:
+            needs = {**needs, "llm": "openai"}
+        assert getattr(cls(**{**needs, flag: good}), flag) is good
+    for junk in ("no", "", 0, 1, np.bool_(True), *(() if optional else (None,))):
+        with pytest.raises(InvalidFrameFieldError, match=rf"{cls.__name__}\.{flag} must be True"):
+            cls(**{**needs, flag: junk})

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+
+import pytest
 
 from rxvoice import LLMContext, pipeline
 from rxvoice import frames as F
@@ -800,4 +804,29 @@ def test_an_input_that_completes_while_the_answer_streams_waits_for_it() -> None
         assert h.down_types()[-1] == "LLMFullResponseEndFrame"
         await finish(h, server, llm)
 
+    run(main)
+
+
+def test_credentials_in_the_base_url_go_as_basic_auth_and_never_into_a_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """httpx logs each request's URL at INFO: the stage's URL holds no credentials, the server still gets them."""
+
+    async def main() -> None:
+        server = await LoopbackChatServer([StreamReply(text_chunks("Hi."))]).start()
+        url = server.base_url.replace("http://", "http://ana:s3cret-key@")
+        llm = OpenAILLM("loop-model", base_url=url)
+        h = Harness(llm)
+        h.send(context_frame({"role": "user", "content": "hi"}))
+        await h.until(lambda h: h.count(F.LLMFullResponseEndFrame) == 1)
+        (request,) = server.requests
+        assert request.headers["authorization"] == "Basic " + base64.b64encode(b"ana:s3cret-key").decode()
+        h.close()
+        await llm.aclose()
+        await server.close()
+        logged = "\n".join(r.getMessage() for r in caplog.records)
+        assert "HTTP Request: POST http://127.0.0.1" in logged
+        assert "s3cret" not in logged and "s3cret" not in repr(llm) and "s3cret" not in llm.url
+
+    caplog.set_level(logging.INFO)
     run(main)

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import io
-import threading
-import wave
+import base64
+import logging
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import pytest
 from aiohttp import web
 
+from rxvoice import LLMContext, pipeline
+from rxvoice.aggregators import Pair
 from rxvoice.errors import ConfigurationError, ServiceError
 from rxvoice.frames import (
+    EndFrame,
     ErrorFrame,
     InputAudioRawFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
     OutputAudioRawFrame,
     TranscriptionFrame,
     TTSSpeakFrame,
@@ -24,71 +28,13 @@ from rxvoice.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from rxvoice.services.stt import OpenAITranscriptionSTT, wav_bytes
+from rxvoice.pipeline import arun
+from rxvoice.services.stt import OpenAITranscriptionSTT
 from rxvoice.services.tts import OpenAISpeechTTS
-from rxvoice.testing import FrameMarbles
+from rxvoice.testing import FrameMarbles, ScriptedLLM
 from rxvoice.turns import inline_offload
 
-
-class SpeechServer:
-    """``/v1/audio/transcriptions`` and ``/v1/audio/speech`` on 127.0.0.1, in a thread of its own."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.fail_next: int | None = None
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    async def _transcribe(self, request: web.Request) -> web.StreamResponse:
-        form = await request.post()
-        audio = form["file"]
-        assert isinstance(audio, web.FileField)
-        with wave.open(io.BytesIO(audio.file.read())) as w:
-            frames, rate = w.getnframes(), w.getframerate()
-        self.requests.append({"path": request.path, "model": form.get("model"), "language": form.get("language"),
-                              "frames": frames, "rate": rate, "auth": request.headers.get("Authorization")})
-        if self.fail_next is not None:
-            status, self.fail_next = self.fail_next, None
-            return web.Response(status=status, text='{"error": {"message": "the model is overloaded"}}')
-        return web.json_response({"text": f"heard {frames} samples"})
-
-    async def _speak(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        self.requests.append({"path": request.path, **body})
-        if body["input"] == "forbidden words":
-            return web.Response(status=400, text="input not allowed")
-        tone = (np.sin(np.arange(24000) / 24000 * 2 * np.pi * 220) * 8000).astype("<i2").tobytes()
-        return web.Response(body=wav_bytes(tone, 24000), content_type="audio/wav")
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
-        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
-        app.router.add_post("/v1/audio/speech", self._speak)
-        runner = web.AppRunner(app, access_log=None)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.runner = runner
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(runner.cleanup())
-
-    def start(self) -> SpeechServer:
-        self._thread.start()
-        assert self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+from ._speech_server import SpeechServer, empty_body, mp3, sign_in_page, wav_without_samples
 
 
 @pytest.fixture
@@ -161,3 +107,121 @@ def test_openais_own_host_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
         OpenAISpeechTTS()
     with pytest.raises(ConfigurationError, match="http"):
         OpenAISpeechTTS(base_url="ftp://example")
+
+
+# -- answers that are not what they should be ------------------------------------------------------------
+
+
+def _errors(stage: Any) -> list[Exception]:
+    errors: list[Exception] = []
+    stage.events.on("on_error", lambda _s, e: errors.append(e))
+    return errors
+
+
+def test_a_sign_in_page_is_not_the_users_words(server: SpeechServer) -> None:
+    """A 200 ``text/html`` answer (a captive portal, a wrong base URL) is an error; the next utterance is heard."""
+    stt = OpenAITranscriptionSTT(base_url=server.base_url, offload=inline_offload, pre_roll=0.0)
+    errors = _errors(stt)
+    server.transcribe_with = sign_in_page
+    rec = FrameMarbles().run(stt, utterance(0.0), until=2)
+    server.transcribe_with = None
+    rec2 = FrameMarbles().run(stt, utterance(0.0), until=2)
+    assert rec.of_type(TranscriptionFrame) == []
+    assert [f.text for _, f in rec2.of_type(TranscriptionFrame)] == ["heard 8000 samples"]
+    assert len(errors) == 1 and isinstance(errors[0], ServiceError)
+    assert "text/html, not a transcription" in str(errors[0]) and "Sign in" in str(errors[0])
+    assert [type(f.error) for f in rec.up_frames() if isinstance(f, ErrorFrame)] == [ServiceError]
+
+
+def test_a_plain_text_answer_is_taken_as_the_words(server: SpeechServer) -> None:
+    """``response_format=text``: the server answers ``text/plain`` and that is the transcription."""
+
+    async def plain(_request: web.Request) -> web.StreamResponse:
+        return web.Response(text="  a table for two \n", content_type="text/plain")
+
+    server.transcribe_with = plain
+    stt = OpenAITranscriptionSTT(base_url=server.base_url, offload=inline_offload, params={"response_format": "text"})
+    rec = FrameMarbles().run(stt, utterance(0.0), until=2)
+    assert [f.text for _, f in rec.of_type(TranscriptionFrame)] == ["a table for two"]
+
+
+@pytest.mark.parametrize(("answer", "says"), [
+    (empty_body, "empty body"),
+    (wav_without_samples, "no samples"),
+    (mp3, "audio/mpeg (MP3), not WAV or 16-bit PCM"),
+])
+def test_a_speech_answer_with_nothing_to_play_is_an_error_and_nothing_counts_as_spoken(
+    server: SpeechServer, answer: Any, says: str
+) -> None:
+    """Empty, sample-less or compressed answers: a typed error, no audio, no word spoken, nothing written."""
+    server.speak_with = answer
+    tts = OpenAISpeechTTS(base_url=server.base_url, offload=inline_offload)
+    errors = _errors(tts)
+    pair = Pair(LLMContext())
+    rec = FrameMarbles().run(pipeline(tts, pair.assistant()), [
+        (0.0, LLMFullResponseStartFrame()), (0.01, LLMTextFrame("Your table is booked.")),
+        (0.02, LLMFullResponseEndFrame())], until=3)
+    tts.close()
+    assert rec.of_type(OutputAudioRawFrame) == [] and rec.of_type(TTSTextFrame) == []
+    assert [m for m in pair.context().messages if m["role"] == "assistant" and m["content"]] == []
+    assert len(errors) == 1 and isinstance(errors[0], ServiceError) and says in str(errors[0]), errors
+
+
+def test_raw_pcm_is_still_taken_at_openais_rate(server: SpeechServer) -> None:
+    async def pcm(_request: web.Request) -> web.StreamResponse:
+        return web.Response(body=b"\x10\x00" * 2400, content_type="audio/pcm")
+
+    server.speak_with = pcm
+    tts = OpenAISpeechTTS(base_url=server.base_url, offload=inline_offload, params={"response_format": "pcm"})
+    rec = FrameMarbles().run(tts, [(0.0, TTSSpeakFrame("hello"))], until=2)
+    tts.close()
+    assert sum(len(f.audio) for _, f in rec.of_type(OutputAudioRawFrame)) == 4800
+    assert [f.text for _, f in rec.of_type(TTSTextFrame)] == ["hello"]
+
+
+# -- credentials in the base URL ---------------------------------------------------------------------------
+
+
+def test_credentials_in_the_base_url_go_as_basic_auth_and_never_into_a_log_line(
+    server: SpeechServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """httpx logs every request at INFO with its URL: the URL the stages use holds no credentials."""
+    url = server.base_url.replace("http://", "http://ana:s3cr%40t-key@")
+    caplog.set_level(logging.DEBUG)
+    stt = OpenAITranscriptionSTT(base_url=url, offload=inline_offload)
+    tts = OpenAISpeechTTS(base_url=url, offload=inline_offload)
+    FrameMarbles().run(stt, utterance(0.0), until=2)
+    FrameMarbles().run(tts, [(0.0, TTSSpeakFrame("hi"))], until=2)
+    tts.close()
+    basic = "Basic " + base64.b64encode(b"ana:s3cr@t-key").decode()
+    assert [r["auth"] for r in server.requests] == [basic, basic]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "HTTP Request: POST http://127.0.0.1" in logged, "httpx's own line is there, without the credentials"
+    for shown in (logged, repr(stt), repr(tts), stt.url, tts.url):
+        assert "s3cr" not in shown and "ana:" not in shown
+
+
+# -- the end of input on a real loop -------------------------------------------------------------------
+
+
+def test_on_a_real_loop_the_input_completing_behind_an_end_frame_waits_for_the_words(server: SpeechServer) -> None:
+    """The quickstart's async generator (audio, ``EndFrame``, done) into the HTTP stage on its own I/O threads."""
+
+    async def microphone() -> Any:
+        for _, frame in utterance(0.0):
+            yield frame
+        yield EndFrame()
+
+    async def main() -> list[Any]:
+        stt = OpenAITranscriptionSTT(base_url=server.base_url, pre_roll=0.0)
+        pair = Pair(LLMContext())
+        voice = pipeline(stt, pair.user(), ScriptedLLM(["For how many?"]), pair.assistant())
+        async with asyncio.timeout(10):  # a guard: the run takes a few milliseconds of requests
+            out = [f async for f in arun(voice, microphone())]
+        return [out, pair.context().messages]
+
+    out, messages = asyncio.run(main())
+    kinds = [type(f).__name__ for f in out if not isinstance(f, InputAudioRawFrame)]
+    assert kinds[-1] == "EndFrame", kinds
+    assert [(m["role"], m["content"]) for m in messages] == [("user", "heard 8000 samples"),
+                                                             ("assistant", "For how many?")]

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from rxvoice import LLMContext, pipeline
+from rxvoice.aggregators import Pair
 from rxvoice.cli.transcribe import transcribe
 from rxvoice.cli.wav import read_wav
 from rxvoice.errors import ConfigurationError, ServiceError
@@ -26,7 +28,7 @@ from rxvoice.frames import (
     VADUserStoppedSpeakingFrame,
 )
 from rxvoice.services.stt import PocketSphinxSTT, STTService, Utterance, word_error_rate
-from rxvoice.testing import FrameMarbles, load_transcript
+from rxvoice.testing import COMPLETED, FrameMarbles, ScriptedLLM, load_transcript
 from rxvoice.turns import SchedulerOffload, inline_offload
 
 CHUNK = b"\x01\x00" * 320  # 20 ms at 16 kHz
@@ -170,9 +172,9 @@ def test_word_error_rate() -> None:
     assert re.fullmatch(r"0\.\d+", f"{word_error_rate('one two three', 'one two'):.2f}")
 
 
-def test_pocketsphinx_hears_the_booking_call(shared: Path) -> None:
+def test_pocketsphinx_hears_the_booking_call(booking_wav: Path) -> None:
     """The real engine through the real VAD: one final per utterance, in order, and about the words measured."""
-    wav = shared / "audio" / "conversation" / "booking.wav"
+    wav = booking_wav
     heard = transcribe(read_wav(wav), PocketSphinxSTT(offload=inline_offload))
     reference = " ".join(s.text for s in load_transcript(wav.with_name("booking.transcript.json")).segments)
     text = " ".join(s.text for s in heard.segments)
@@ -180,3 +182,44 @@ def test_pocketsphinx_hears_the_booking_call(shared: Path) -> None:
     assert all(a.end <= b.start for a, b in zip(heard.segments, heard.segments[1:], strict=False))
     assert "that is all" in text
     assert word_error_rate(reference, text) <= 0.7, text  # 0.61 measured (see the voice guide)
+
+
+# -- the end of input (an EndFrame, then the input completing right behind it) ------------------------------
+
+
+def _kinds(rec: Any) -> list[str]:
+    return [type(f).__name__ if not isinstance(f, type(COMPLETED)) else "COMPLETED" for _, f in rec.down
+            if not isinstance(f, InputAudioRawFrame)]
+
+
+def test_the_input_completing_right_behind_an_end_frame_still_waits_for_the_last_words() -> None:
+    """The async-generator pattern: the last utterance, ``EndFrame``, and the source is done at the same instant."""
+    m = FrameMarbles()
+    stt = FakeSTT(["last words"], offload=SchedulerOffload(m.scheduler, 0.3))
+    items = [*utterance(0.0, 0.5), (0.51, EndFrame()), (0.51, COMPLETED)]
+    rec = m.run(stt, items, until=3.0)
+    assert _kinds(rec)[-3:] == ["TranscriptionFrame", "EndFrame", "COMPLETED"]
+    assert rec.of_type(TranscriptionFrame)[0][1].text == "last words"
+    said_at = rec.of_type(TranscriptionFrame)[0][0]
+    assert said_at > 510 and rec.down[-1][0] == said_at, "completed as soon as the words were out"
+
+
+def test_the_input_completing_mid_utterance_is_an_end_that_waits_for_the_words() -> None:
+    m = FrameMarbles()
+    stt = FakeSTT(["cut short"], offload=SchedulerOffload(m.scheduler, 0.3))
+    rec = m.run(stt, [*utterance(0.0, 0.5)[:-1], (0.55, COMPLETED)], until=3.0)
+    assert _kinds(rec)[-2:] == ["TranscriptionFrame", "COMPLETED"]
+    assert rec.of_type(TranscriptionFrame)[0][1].text == "cut short"
+
+
+def test_the_end_of_input_waits_for_the_words_their_answer_and_the_end_frame_through_a_whole_voice() -> None:
+    """STT → user aggregator → model → assistant: the last words are written and answered before the end."""
+    m = FrameMarbles()
+    stt = FakeSTT(["book a table"], offload=SchedulerOffload(m.scheduler, 0.3))
+    pair = Pair(LLMContext())
+    voice = pipeline(stt, pair.user(), ScriptedLLM(["For how many?"], token_delay=0.05), pair.assistant())
+    rec = m.run(voice, [*utterance(0.0, 0.5), (0.51, EndFrame()), (0.51, COMPLETED)], until=10.0)
+    assert [(msg["role"], msg["content"]) for msg in pair.context().messages] == [
+        ("user", "book a table"), ("assistant", "For how many?")]
+    assert _kinds(rec)[-2:] == ["EndFrame", "COMPLETED"]
+

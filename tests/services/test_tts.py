@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from rxvoice.frames import (
     LLMFullResponseStartFrame,
     LLMTextFrame,
     OutputAudioRawFrame,
+    TranscriptionFrame,
     TTSSpeakFrame,
     TTSStartedFrame,
     TTSStoppedFrame,
@@ -29,8 +29,9 @@ from rxvoice.frames import (
 )
 from rxvoice.services.stt import wav_bytes
 from rxvoice.services.tts import EspeakTTS, PacedTextTTS, Speech, TTSService, read_wav_pcm, word_times
-from rxvoice.testing import FrameMarbles
+from rxvoice.testing import COMPLETED, FrameMarbles, ScriptedLLM, tokens
 from rxvoice.turns import SchedulerOffload, inline_offload
+from tests.support import require_program
 
 RESPONSE = [
     (0.0, LLMFullResponseStartFrame()),
@@ -170,7 +171,7 @@ def test_bad_settings_are_refused() -> None:
 
 
 def test_espeak_speaks_for_real() -> None:
-    assert shutil.which("espeak-ng"), "espeak-ng is not installed: apt-get install espeak-ng (.ci/run does)"
+    require_program("espeak-ng")
     m = FrameMarbles()
     tts = EspeakTTS(offload=inline_offload)
     rec = m.run(tts, RESPONSE, until=6)
@@ -179,3 +180,46 @@ def test_espeak_speaks_for_real() -> None:
     assert rate == 22050 and 1.0 < len(audio) / (2 * rate) < 3.5
     assert [f.text for _, f in rec.of_type(TTSTextFrame)] == ["Hello", "there.", "How", "are", "you?"]
     assert np.abs(np.frombuffer(audio, dtype="<i2")).max() > 1000, "it is speech, not silence"
+
+
+# -- the end of input (an EndFrame, then the input completing right behind it) ------------------------------
+
+NINE_WORDS = "Your table for two is booked at eight tonight."
+
+
+def _kinds(rec: Any) -> list[str]:
+    return ["COMPLETED" if f is COMPLETED else type(f).__name__ for _, f in rec.down
+            if not isinstance(f, OutputAudioRawFrame)]
+
+
+def test_the_input_completing_right_behind_an_end_frame_lets_the_reply_be_spoken_whole() -> None:
+    """The reply streams in, ``EndFrame`` and the input's end follow at once: all nine words, then the end."""
+    m = FrameMarbles()
+    reply = [(0.0, LLMFullResponseStartFrame())]
+    reply += [(0.01 * (i + 1), LLMTextFrame(tok)) for i, tok in enumerate(tokens(NINE_WORDS))]
+    reply += [(0.1, LLMFullResponseEndFrame()), (0.1, EndFrame()), (0.1, COMPLETED)]
+    rec = m.run(PacedTextTTS(words_per_minute=180), reply, until=10)
+    assert " ".join(f.text for _, f in rec.of_type(TTSTextFrame)) == NINE_WORDS
+    assert _kinds(rec)[-3:] == ["LLMFullResponseEndFrame", "EndFrame", "COMPLETED"]
+    assert rec.down[-1][0] == rec.of_type(EndFrame)[0][0] >= 3000, "nine words at 180 a minute: 3 s"
+
+
+def test_the_whole_reply_is_written_when_the_input_ends_behind_the_end_frame() -> None:
+    """Model → TTS → assistant aggregator: the conversation holds the nine-word reply, not its first two words."""
+    m = FrameMarbles()
+    pair = Pair(LLMContext())
+    voice = pipeline(pair.user(), ScriptedLLM([NINE_WORDS], token_delay=0.02), PacedTextTTS(), pair.assistant())
+    rec = m.run(voice, [(0.0, TranscriptionFrame("a table for two", finalized=True)), (0.7, EndFrame()),
+                        (0.7, COMPLETED)], until=20)
+    assert [(msg["role"], msg["content"]) for msg in pair.context().messages] == [
+        ("user", "a table for two"), ("assistant", NINE_WORDS)]
+    assert _kinds(rec)[-2:] == ["EndFrame", "COMPLETED"]
+
+
+def test_the_input_completing_without_an_end_frame_flushes_and_speaks_the_rest() -> None:
+    m = FrameMarbles()
+    rec = m.run(PacedTextTTS(), [(0.0, LLMTextFrame("Half a")), (0.01, LLMTextFrame(" sentence")),
+                                 (0.01, COMPLETED)], until=10)
+    assert [f.text for _, f in rec.of_type(TTSTextFrame)] == ["Half", "a", "sentence"]
+    assert _kinds(rec)[-3:] == ["TTSStoppedFrame", "BotStoppedSpeakingFrame", "COMPLETED"]
+

@@ -227,6 +227,8 @@ class StrategyBench:
         self.latency = latency
         self.fired: list[tuple[float, str]] = []
         self.pushed: list[F.Frame] = []
+        self.reasons: list[Any] = []
+        """The reason each finalize carried (``TurnEndReason``), in order."""
 
     def at(self, seconds: float, frame: F.Frame | None = None) -> StrategyBench:
         """Advance to ``seconds`` (firing due timers and results), then feed ``frame``."""
@@ -273,6 +275,7 @@ class StrategyBench:
                 self.fired.append((round(self.now, 6), "inference"))
             elif isinstance(e, S.Finalize):
                 self.fired.append((round(self.now, 6), "finalize"))
+                self.reasons.append(e.reason)
             elif isinstance(e, S.Start):
                 self.fired.append((round(self.now, 6), "start"))
             elif isinstance(e, S.ResetAggregation):

@@ -90,7 +90,7 @@ def test_a_word_list_with_attributes_is_read_too() -> None:
             self.probability = p
 
     class Result:
-        words = [Word(0.9), Word(0.5)]
+        words = (Word(0.9), Word(0.5))
 
     assert stt_confidence(Result()) == pytest.approx(0.7)
 

@@ -16,6 +16,7 @@ from rxvoice.turns.wait import DEFAULT_WAIT, Evidence, WaitModel
 
 from .helpers import FakeAnalyzer, StrategyBench
 
+
 def near(seconds: float) -> object:
     """Decision times are kept to the millisecond (rounded up)."""
     return pytest.approx(seconds, abs=1.5e-3)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rxvoice import frames as F
@@ -383,7 +385,9 @@ def test_external_stop_adopts_an_announced_stop_without_announcing_again() -> No
     b.turn_started()
     b.at(0.0, F.UserStartedSpeakingFrame()).at(0.1, T("hi")).at(0.2)
     _state, effects = b.strategy.on_frame(b.state, F.UserStoppedSpeakingFrame(), 0.3)
-    assert Finalize(False) in effects
+    finals = [e for e in effects if isinstance(e, Finalize)]
+    assert [e.speaking_frames for e in finals] == [False] and finals[0].reason is not None
+    assert finals[0].reason.kind == "external"
 
 
 def test_external_stop_an_announced_empty_stop_ends_after_the_timeout() -> None:
@@ -418,9 +422,24 @@ def test_deferred_needs_a_strategy() -> None:
 
 def test_stereo_audio_is_downmixed_for_the_analyzer() -> None:
     """Two-channel audio reaches an end-of-turn stream as mono (the channels averaged)."""
-    from rxvoice.turns.stop import _downmix
+    from rxvoice.turns.analyzer import downmix_pcm16 as _downmix
 
     stereo = bytes(bytearray((100).to_bytes(2, "little", signed=True) + (-50).to_bytes(2, "little", signed=True)) * 3)
     mono = _downmix(stereo, 2)
     assert len(mono) == 6
     assert int.from_bytes(mono[:2], "little", signed=True) == 25
+
+
+@pytest.mark.parametrize("bad", [float("inf"), 1e308, float("nan"), -0.1, True, "1"])
+@pytest.mark.parametrize(("make", "name"), [
+    (lambda v: SpeechTimeoutStop(user_speech_timeout=v), "user_speech_timeout"),
+    (lambda v: ExternalStop(timeout=v), "timeout"),
+    (lambda v: ExternalStop(settle=v), "settle"),
+    (lambda v: TurnAnalyzerStop(FakeAnalyzer(), transcript_timeout=v), "transcript_timeout"),
+])
+def test_a_timeout_that_is_not_a_day_or_less_of_seconds_is_refused(make: Any, name: str, bad: object) -> None:
+    """Infinite or 1e308 seconds would overflow the scheduler at the first VAD stop: refused at construction,
+    by the one seconds check every setting uses (at most one day)."""
+    with pytest.raises(ConfigurationError, match=rf"{name} must be a number of seconds >= 0 and at most 86400"):
+        make(bad)
+    make(86_400.0)

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from rxvoice import frames as F
 from rxvoice import pipeline
 from rxvoice.aggregators import Pair
 from rxvoice.testing import Reply, ScriptedLLM, ToolCall
-from rxvoice.turns import ExternalCompletionStop, SpeechTimeoutStop, TurnsConfig, VADStart
+from rxvoice.turns import (
+    ExternalCompletionStop,
+    ExternalStrategies,
+    SpeechTimeoutStop,
+    TranscriptionStart,
+    TurnsConfig,
+    VADStart,
+)
 
 from .helpers import event_times, marbles, run, times, users
 
@@ -175,6 +184,46 @@ def test_idle_paused_by_a_real_tool_call() -> None:
     stopped = event_times(rec, "on_user_turn_stopped")[0]
     assert all(not stopped < t < stopped + 3000 for t in event_times(rec, IDLE))
 
+
+
+# The user's voice in whatever form a setup sees it: VAD frames that open no turn here (the turn starts on
+# the words, or is decided elsewhere), a service's proposals, a turn announced by another stage.
+_VOICES = {
+    "vad, turn on words": (TurnsConfig(idle_timeout=0.2, start=[TranscriptionStart()]), "v", "s"),
+    "vad, turn decided elsewhere": (TurnsConfig(idle_timeout=0.2, strategies=ExternalStrategies()), "v", "s"),
+    "proposals passed on": (TurnsConfig(idle_timeout=0.2), "P", "p"),
+    "turn announced elsewhere": (TurnsConfig(idle_timeout=0.2), "U", "u"),
+}
+
+
+@pytest.mark.parametrize("setup", sorted(_VOICES))
+@pytest.mark.parametrize("bot_first", [True, False], ids=["bot-stops-then-user-speaks", "user-speaks-then-bot-stops"])
+def test_the_users_voice_holds_the_idle_watch(setup: str, bot_first: bool) -> None:
+    """Idle 0.2 s: the bot stops and 0.1 s later the user speaks for 1 s, or the other way round: the watch
+    never fires while the user is heard (Pipecat 1.14 never fires in either order)."""
+    turns, on, off = _VOICES[setup]
+    down, up = (f"-{on}---------{off}", "b") if bot_first else (f"{on}---------{off}", "-b")
+    rec = run(Pair(turns=turns), down, up=up, until=10)
+    speech_end = 1000 if bot_first else 900
+    assert [t for t in event_times(rec, IDLE) if t <= speech_end] == []
+
+
+def test_the_idle_watch_resumes_after_speech_that_made_no_turn() -> None:
+    """A cough the VAD heard but no words followed (turns start on words): the watch restarts when it ends."""
+    rec = run(Pair(turns=TurnsConfig(idle_timeout=0.5, start=[TranscriptionStart()])), "-v-s", up="b", until=10)
+    assert event_times(rec, IDLE) == [300 + 500]
+
+
+def test_an_idle_update_rearms_only_a_waiting_watch() -> None:
+    """A timeout update during a user turn (announced by another stage), or between its end and the answer,
+    arms nothing: the watch is not waiting then."""
+    legend = {"x": F.UserIdleTimeoutUpdateFrame(0.3)}
+    during = run(Pair(turns=TurnsConfig(idle_timeout=0.2)), "-U-x------u", up="b", legend=legend, until=10)
+    assert event_times(during, IDLE) == []
+    after = run(Pair(), "-U-u-x", up="b", legend=legend, until=10)
+    assert event_times(after, IDLE) == []
+    answered = run(Pair(), "-U-u-x", up="b--------B-b", legend=legend, until=10)
+    assert event_times(answered, IDLE) == [1100 + 300]  # the bot answered and stopped: now the user is expected
 
 
 def test_timers_run_on_the_scheduler_given() -> None:

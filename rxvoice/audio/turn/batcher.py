@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..._seconds import check_seconds
 from ...errors import ConfigurationError, ModelError
 from ...workers import shared_pool
 from ..pcm import AudioInput
@@ -82,8 +83,7 @@ class SmartTurnBatcher:
         for name, value, low in (("max_batch", max_batch, 1), ("waiters", waiters, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigurationError(f"SmartTurnBatcher needs {name} >= {low}, got {value!r}")
-        if isinstance(window, bool) or not isinstance(window, int | float) or not 0 <= window <= 1:
-            raise ConfigurationError(f"window must be 0..1 seconds, got {window!r}")
+        check_seconds(window, "SmartTurnBatcher.window", high=1.0)
         if analyzer is not None and not isinstance(analyzer, SmartTurnAnalyzer):
             raise ConfigurationError(f"SmartTurnBatcher needs a SmartTurnAnalyzer, got {analyzer!r}")
         self.analyzer = analyzer if analyzer is not None else SmartTurnAnalyzer()

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from ..._seconds import check_seconds
 from ...errors import ConfigurationError
 from ..pcm import AudioInput, Float32Array, to_float32_mono
 from ..resample import resample
@@ -113,11 +114,7 @@ class EndOfTurnBuffer:
         Raises:
             ConfigurationError: not a finite number in [0, 60].
         """
-        if isinstance(secs, bool) or not isinstance(secs, int | float) or not (
-            math.isfinite(secs) and 0.0 <= secs <= 60.0
-        ):
-            raise ConfigurationError(f"vad_start_secs must be in [0, 60], got {secs!r}")
-        self._vad_start_secs = float(secs)
+        self._vad_start_secs = check_seconds(secs, "vad_start_secs", high=60.0)
 
     def clear(self) -> None:
         """Drop all audio and forget the speech start (a finished turn)."""

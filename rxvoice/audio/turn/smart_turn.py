@@ -99,6 +99,8 @@ class SmartTurnAnalyzer:
         >>> complete = p > 0.5
     """
 
+    label: ClassVar[str] = "Smart Turn"
+    """How turn-end reasons name this model ("Smart Turn: complete (p=0.87)")."""
     _sessions: ClassVar[dict[tuple[str, int, bool], _SharedSession]] = {}
     _checks: ClassVar[dict[tuple[str, int], KernelCheck]] = {}
     _sessions_lock: ClassVar[threading.Lock] = threading.Lock()

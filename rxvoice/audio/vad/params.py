@@ -6,6 +6,7 @@ import enum
 import math
 from dataclasses import dataclass
 
+from ..._seconds import check_seconds
 from ...errors import ConfigurationError
 
 __all__ = ["SMART_TURN_MIN_VOLUME", "SMART_TURN_STOP_SECS", "VADParams", "VADState"]
@@ -82,5 +83,4 @@ class VADParams:
         if not 0.0 <= min_volume <= 1.0:
             raise ConfigurationError(f"VADParams.min_volume must be in [0, 1], got {min_volume}")
         for name, secs in (("start_secs", start_secs), ("stop_secs", stop_secs)):
-            if not 0.0 <= secs <= 60.0:
-                raise ConfigurationError(f"VADParams.{name} must be in [0, 60] s, got {secs}")
+            check_seconds(secs, f"VADParams.{name}", high=60.0)

@@ -115,7 +115,8 @@ function onEvent(ev) {
       state.counts.turnEnds++;
       state.turns.push({ t: ev.t, kind: "end", reason: ev.reason });
       const after = ev.latency == null ? "" : ` ${ev.latency.toFixed(2)} s after speech stopped`;
-      log(`turn ${ev.index} ended${after}: ${ev.reason} — “${ev.text}”`, "turn-end");
+      const reopens = ev.recovered_from == null ? "" : ` (reopens turn ${ev.recovered_from}: you went on before the bot spoke)`;
+      log(`turn ${ev.index} ended${after}: ${ev.reason}${reopens} — “${ev.text}”`, "turn-end");
       const last = state.segments[state.segments.length - 1];
       if (last) last.turn_end = true;
       $("botwords").textContent = "";

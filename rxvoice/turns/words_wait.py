@@ -1,0 +1,221 @@
+"""Waiting for the words of the last speech: the one sub-machine every stop strategy delegates to.
+
+A VAD stop or a model's verdict can come before the speech-to-text service
+has delivered the words of the phrase that just ended; answering then gives
+the model the turn without its last words (a bug users report against the
+reference systems). So a stop strategy waits for words that arrived **after
+that speech ended** (the VAD stop's time minus its ``stop_secs``), not merely
+after it began: when a caller says two sentences 60 ms apart (one stretch of
+speech for the VAD), the first sentence's final arrives while the second is
+still being spoken, and it is not the last speech's words. When no such words
+come, the wait is bounded by the service's published latency
+(``STTMetadataFrame.ttfs_p99_latency``), or :data:`TRANSCRIPT_GRACE` when it
+published none, counted from the end of the speech. A transcript that is not
+finalized also waits out that latency (a final may still replace it).
+
+:class:`WordsWait` is that rule, configured once; :class:`WordsState` is
+where one session's wait stands. A strategy keeps a ``WordsState`` in its
+own state, hands it the frames (:meth:`WordsWait.on_frame`) and its timers
+(:meth:`WordsWait.on_timer`), and asks :meth:`WordsWait.ready`; its own idea
+(a silence, a model's verdict, what the words say) is all it adds::
+
+    words, effects = self.words.on_frame(state.words, frame, now)
+    if self.words.ready(words) and <my own condition>:
+        return ..., (*effects, *stopped())
+
+Everything here is pure: time comes in as ``now``, timers go out as
+:class:`~rxvoice.turns.strategy.Arm` / ``Disarm`` effects on the keys in
+:data:`WordsWait.keys`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
+
+from ..frames import (
+    Frame,
+    InterimTranscriptionFrame,
+    STTMetadataFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from ..text.blank import is_blank
+from .strategy import NOTHING, Arm, Disarm, Effects
+
+__all__ = ["TRANSCRIPT_GRACE", "WORDS_TYPES", "WordsState", "WordsWait", "has_words"]
+
+TRANSCRIPT_GRACE = 1.0
+"""Seconds after the end of speech to wait for its transcript when the STT published no latency."""
+
+WORDS_TYPES: frozenset[type[Frame]] = frozenset({
+    VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, TranscriptionFrame, InterimTranscriptionFrame,
+    STTMetadataFrame,
+})
+"""The frame types :meth:`WordsWait.on_frame` reads (a strategy's ``handles`` includes them)."""
+
+_EPS = 1e-6
+_NEVER = -math.inf
+_STT = "stt"
+_GRACE = "grace"
+_DISARM: Effects = (Disarm(_STT), Disarm(_GRACE))
+
+
+def has_words(frame: Frame) -> bool:
+    """Whether a transcript frame carries words (blank or invisible text is no words)."""
+    text = getattr(frame, "text", "")
+    return isinstance(text, str) and not is_blank(text)
+
+
+class WordsState(NamedTuple):
+    """Where one session's wait for the words stands (never mutated)."""
+
+    speaking: bool = False
+    """The VAD hears speech."""
+    vad_stopped: bool = False
+    """A VAD stop ended the last speech (``False`` with ``speaking``: no VAD around the words)."""
+    speech_end: float = _NEVER
+    """When the last speech ended: its VAD stop minus ``stop_secs``."""
+    text: str = ""
+    """The turn's words so far."""
+    text_at: float = _NEVER
+    """When the latest words arrived."""
+    fresh: bool = False
+    """The latest words are the last speech's: they came after it began, and after it ended once it did."""
+    finalized: bool = False
+    """The latest words are the STT's final ones (no interim guess since)."""
+    stt_done: bool = False
+    """The STT's latency after the speech elapsed, or its final words came."""
+    grace_done: bool = False
+    """The wait for the last speech's words is over: they came, or the grace ran out."""
+    stt_timeout: float = 0.0
+    """The STT's published p99 latency (seconds)."""
+    stt_known: bool = False
+    """Whether the STT published one."""
+
+    @property
+    def no_vad(self) -> bool:
+        """No VAD around the words: typed input, or speech the VAD missed."""
+        return not self.speaking and not self.vad_stopped
+
+
+@dataclass(frozen=True, slots=True)
+class WordsWait:
+    """The wait for the words of the last speech, configured once (shared by every session).
+
+    Args:
+        wait: Whether answers wait for words at all (a strategy's
+            ``wait_for_transcript``); without it :meth:`ready` is always true
+            and no grace is armed.
+        grace: Seconds to wait for the words of a speech when the STT
+            published no latency.
+    """
+
+    wait: bool = True
+    grace: float = TRANSCRIPT_GRACE
+    keys: ClassVar[frozenset[str]] = frozenset({_STT, _GRACE})
+    """The timer keys it arms (a strategy's own timers use other keys)."""
+    cancel: ClassVar[Effects] = _DISARM
+    """Effects that cancel its timers (the strategy answered)."""
+    types: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES
+    """The frame types :meth:`on_frame` reads (a strategy's ``handles`` includes them)."""
+
+    def initial(self) -> WordsState:
+        """A session's first state."""
+        return WordsState()
+
+    def timeout(self, w: WordsState) -> float:
+        """Seconds after the end of speech to wait for its words: the STT's p99, else :attr:`grace`."""
+        return w.stt_timeout if w.stt_known else self.grace
+
+    # -- what it reads ----------------------------------------------------------------------------
+
+    def heard(self, w: WordsState, frame: Frame, now: float) -> WordsState:
+        """Note what the frame says about the words, arming nothing (a strategy that times its own wait)."""
+        t = type(frame)
+        if t is TranscriptionFrame:
+            if not has_words(frame):
+                return w
+            text = frame.text.strip()  # type: ignore[attr-defined]
+            return w._replace(
+                text=f"{w.text} {text}" if w.text else text, text_at=now, fresh=True,
+                finalized=w.finalized or bool(getattr(frame, "finalized", False)),
+            )
+        if t is VADUserStartedSpeakingFrame:
+            return w._replace(speaking=True, vad_stopped=False, fresh=False, finalized=False)
+        if t is VADUserStoppedSpeakingFrame:
+            speech_end = now - float(getattr(frame, "stop_secs", 0.0))
+            return w._replace(
+                speaking=False, vad_stopped=True, speech_end=speech_end,
+                fresh=w.fresh and w.text_at >= speech_end - _EPS,
+            )
+        if t is InterimTranscriptionFrame:
+            return w._replace(finalized=False) if w.finalized else w
+        if t is STTMetadataFrame:
+            latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
+            return w._replace(stt_timeout=max(0.0, latency), stt_known=True)
+        return w
+
+    def on_frame(self, w: WordsState, frame: Frame, now: float) -> tuple[WordsState, Effects]:
+        """Note the frame and arm (or cancel) the waits it starts (or ends)."""
+        t = type(frame)
+        if t is VADUserStoppedSpeakingFrame:
+            stop_secs = float(getattr(frame, "stop_secs", 0.0))
+            w = self.heard(w, frame, now)
+            effects: list[Arm] = []
+            stt_wait = w.stt_timeout - stop_secs
+            stt_done = w.finalized or stt_wait <= 0
+            if not stt_done:
+                effects.append(Arm(_STT, stt_wait))
+            grace_done = w.fresh or not self.wait
+            if not grace_done:
+                grace = self.timeout(w) - stop_secs
+                grace_done = grace <= 0
+                if not grace_done:
+                    effects.append(Arm(_GRACE, grace))
+            return w._replace(stt_done=stt_done, grace_done=grace_done), tuple(effects)
+        if t is TranscriptionFrame:
+            if not has_words(frame):
+                return w, NOTHING
+            no_vad = w.no_vad
+            w = self.heard(w, frame, now)
+            if no_vad:  # no speech end to count from: the words are the speech's own end
+                return w._replace(stt_done=True, grace_done=True), _DISARM
+            stt_done = w.stt_done or w.finalized
+            return w._replace(stt_done=stt_done, grace_done=True), (_DISARM if w.finalized else (Disarm(_GRACE),))
+        if t is VADUserStartedSpeakingFrame:
+            return self.heard(w, frame, now)._replace(stt_done=False, grace_done=False), _DISARM
+        return self.heard(w, frame, now), NOTHING
+
+    def on_timer(self, w: WordsState, key: str) -> WordsState | None:
+        """One of its timers fired: the new state (``None``: ``key`` is not one of :attr:`keys`)."""
+        if key == _STT:
+            return w._replace(stt_done=True)
+        if key == _GRACE:
+            return w._replace(grace_done=True)
+        return None
+
+    # -- the answer ---------------------------------------------------------------------------------
+
+    def ready(self, w: WordsState) -> bool:
+        """Whether the words of the last speech are in, or waited for long enough.
+
+        True when not waiting at all; else there are words, the STT is done
+        with them (final, or its latency elapsed), and they are the last
+        speech's (:attr:`WordsState.fresh`) or the grace for those ran out.
+        """
+        if not self.wait:
+            return True
+        return bool(w.text) and (w.finalized or w.stt_done) and (w.fresh or w.grace_done)
+
+    def resumed(self, w: WordsState, words: str) -> WordsState:
+        """A turn that ended too soon reopened: its words are this turn's so far (not the next speech's)."""
+        return w._replace(text=words.strip(), fresh=False)
+
+    def reset(self, w: WordsState) -> tuple[WordsState, Effects]:
+        """A turn started or stopped: its words start over (the STT's latency and the VAD's view stay)."""
+        return WordsState(
+            speaking=w.speaking, speech_end=w.speech_end, stt_timeout=w.stt_timeout, stt_known=w.stt_known
+        ), _DISARM
