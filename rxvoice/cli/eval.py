@@ -648,7 +648,7 @@ def _words_mode(args: argparse.Namespace) -> str:
     words: str | None = getattr(args, "words", None)
     if getattr(args, "no_punctuation", False):
         if words not in (None, "plain"):
-            raise CLIError(f"--no-punctuation is --words plain; it contradicts --words {words}")
+            raise UsageError(f"--no-punctuation is --words plain; it contradicts --words {words}")
         return "plain"
     return words or "plain"
 

@@ -92,7 +92,7 @@ class WaitModel:
             speaker's own rhythm says more (then ``1.5`` times their expected pause),
             or the audio and the words agree that more is coming (then ``hold_wait``).
         hold_audio: the audio model's probability under which it says "incomplete" with confidence.
-        hold_words: the words' end probability under which they say "incomplete".
+        hold_words: the words' end probability under which they do not say "finished".
         hold_wait: the bound when both say so (the audio's confident "incomplete" is not
             overridden by a short bound; the words alone never extend it).
     """
@@ -110,7 +110,7 @@ class WaitModel:
     threshold: float = 1.0
     max_wait: float = 2.5
     hold_audio: float = 0.1
-    hold_words: float = 0.3
+    hold_words: float = 0.5
     hold_wait: float = 2.5
 
     def __post_init__(self) -> None:
