@@ -23,8 +23,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, ClassVar
 
 from ..context import LLMContext
 from ..errors import RxVoiceError
@@ -35,6 +35,7 @@ from ..pipeline.processor import EventfulProcessor, Port, Processor
 from ..turns.controller import TurnController
 from ..turns.machine import TurnMachine, Words
 from ..turns.offload import Offload
+from ..turns.scan import ResultBack, TimerFired
 from ..workers import default_offload
 
 __all__ = ["RUNNING", "StageShell", "TurnShell", "TurnStage"]
@@ -61,7 +62,7 @@ class StageShell:
         self.offload: Offload = offload or default_offload
         self.clock = port.session.clock
         self.now = 0.0
-        self.timers: Deadlines[tuple[int, str]] = Deadlines(port, self._fire)
+        self.timers: Deadlines[tuple[Hashable, str]] = Deadlines(port, self._fire)
         self.closed = False
         self._futures: set[concurrent.futures.Future[Any]] = set()
         # Asked on nearly every decision: the registry's own answer, without a layer per question.
@@ -87,21 +88,21 @@ class StageShell:
 
     # -- timers -------------------------------------------------------------------------------
 
-    def arm(self, owner: int, key: str, delay: float) -> None:
+    def arm(self, owner: Hashable, key: str, delay: float) -> None:
         """Fire ``(owner, key)`` ``delay`` seconds from the current step's time."""
         self.timers.arm((owner, key), delay, self.now)
 
-    def disarm(self, owner: int, key: str) -> None:
+    def disarm(self, owner: Hashable, key: str) -> None:
         self.timers.disarm((owner, key))
 
     def disarm_all(self) -> None:
         self.timers.cancel_all()
 
-    def _fire(self, key: tuple[int, str], now: float) -> None:
+    def _fire(self, key: tuple[Hashable, str], now: float) -> None:
         self.now = now
         self.on_timer(key[0], key[1], now)
 
-    def on_timer(self, owner: int, key: str, now: float) -> None:
+    def on_timer(self, owner: Any, key: str, now: float) -> None:
         """A timer fired (inside the session)."""
 
     # -- events and callbacks ---------------------------------------------------------------
@@ -185,7 +186,7 @@ class TurnShell(StageShell):
     def __init__(
         self, stage: Processor, port: Port, events: EventRegistry, machine: TurnMachine, *,
         words: Callable[[TurnShell], Words] | None = None, context: LLMContext | None = None,
-        offload: Offload | None = None,
+        offload: Offload | None = None, params: Frame | None = None,
     ) -> None:
         super().__init__(stage, port, events, context=context, offload=offload)
         self.machine = machine
@@ -194,7 +195,51 @@ class TurnShell(StageShell):
         self._resources: list[Any] | None = None
         self._generation = 0
         self.handled = machine.handled_types
-        self.turn = machine.open(self, words(self) if words is not None else None)
+        self.turn = machine.open(
+            self, words(self) if words is not None else None, params=params,
+            decides_before_end=self.decides_before_end,
+        )
+
+    # -- the session's edges: one place for every stage that runs the machine --------------------
+
+    decides_before_end: ClassVar[bool] = False
+    """At the session's end, decide first, then pass the end on (``True``: the user aggregator writes what
+    was said, and asks for its answer, before the end goes on, so the answer comes before the end); or pass
+    the end on first (``False``: a stage that only announces turns)."""
+
+    def start_session(self, frame: Frame, direction: Direction, *, passed: bool = False) -> None:
+        """The session starts: the start frame goes on (unless ``passed`` already), then the machine starts.
+
+        The audio's rate (a ``StartFrame``'s ``audio_in_sample_rate``) is the
+        rate the strategies' resources open at; the stage's own parameters
+        (given at open, e.g. its VAD's) go both ways.
+        """
+        rate = getattr(frame, "audio_in_sample_rate", None)
+        if isinstance(rate, int) and rate > 0:
+            self.sample_rate = rate
+        self.feed(frame, direction, passed=passed)
+
+    def end_session(self, frame: Frame | None, direction: Direction = DOWN, *, passed: bool = False) -> None:
+        """The session ends (an end or cancel frame, or ``None``: the input completed): nothing said is lost.
+
+        The end goes on before or after the machine ends, as
+        :attr:`decides_before_end` says (unless ``passed`` already).
+        """
+        if frame is not None:
+            self.feed(frame, direction, passed=passed)
+            return
+        self.now = now = self.clock()
+        self.machine.end(self.turn, now)
+
+    def feed(self, item: Any, direction: Direction = DOWN, *, passed: bool = False) -> bool:
+        """One input of the session (a frame, a timer that fired, a result): into the machine's one entry."""
+        self.now = now = self.clock()
+        return self.machine.step(self.turn, item, direction, now, passed=passed)
+
+    def on_input_end(self, direction: Direction) -> None:
+        """The input completed: like an end frame, without one to pass on."""
+        if direction is DOWN:
+            self.end_session(None)
 
     # -- the strategies' resources ---------------------------------------------------------------
 
@@ -229,26 +274,25 @@ class TurnShell(StageShell):
             log.debug("%s: a strategy's resource call failed", self.stage.name, exc_info=True)
             value = exc
         if key is not None:
-            self.machine.on_result(self.turn, owner, key, value, self.now)
+            self.machine.on_result(self.turn, owner, key, value, self.now)  # held until the decision is done
 
     def _result(self, generation: int, owner: int, key: str | None, value: Any) -> None:
         if key is None or generation != self._generation:  # a swapped-out strategy's answer is not theirs
             return
-        self.now = now = self.clock()
-        self.machine.on_result(self.turn, owner, key, value, now)
+        self.feed(ResultBack(owner, key, value, 0.0))
 
     def use(self, controller: TurnController) -> None:
         """A service's recommendation: the old strategies' timers and resources go, the new ones' come."""
         for owner, key in self.timers.armed_keys():
-            if owner >= 0:
+            if isinstance(owner, int):
                 self.timers.disarm((owner, key))
         self._release()
         self._generation += 1
         self.controller = controller
         self.handled = self.machine.handled_with(controller)
 
-    def on_timer(self, owner: int, key: str, now: float) -> None:
-        self.machine.on_timer(self.turn, owner, key, now)
+    def on_timer(self, owner: Any, key: str, now: float) -> None:
+        self.machine.step(self.turn, TimerFired(owner, key, now), DOWN, now)
 
     def close(self) -> None:
         super().close()

@@ -25,7 +25,7 @@ from reactivex import abc
 
 from ..errors import ConfigurationError
 from ..events import EventRegistry
-from ..frames import DOWN, CancelFrame, Direction, EndFrame, Frame, StartFrame
+from ..frames import CancelFrame, Direction, EndFrame, Frame, StartFrame
 from ..pipeline.processor import Port
 from ..turns.config import TurnsConfig
 from ..turns.machine import TurnMachine
@@ -114,26 +114,11 @@ class _TurnSession(TurnShell):
     def on_frame(self, frame: Frame, direction: Direction) -> None:
         t = type(frame)
         if t is StartFrame:
-            self.emit(frame, direction)
-            self.now = now = self.clock()
-            rate = getattr(frame, "audio_in_sample_rate", None)
-            if isinstance(rate, int) and rate > 0:
-                self.sample_rate = rate
-            self.machine.start(self.turn, frame, now)
+            self.start_session(frame, direction)
         elif t is EndFrame or t is CancelFrame:
-            self.emit(frame, direction)
-            self.now = now = self.clock()
-            self.machine.end(self.turn, now)
-        elif t in self.handled:
-            self.now = now = self.clock()
-            self.machine.on_frame(self.turn, frame, direction, now)
+            self.end_session(frame, direction)
         else:
-            self.emit(frame, direction)
-
-    def on_input_end(self, direction: Direction) -> None:
-        if direction is DOWN:
-            self.now = now = self.clock()
-            self.machine.end(self.turn, now)
+            self.feed(frame, direction)
 
     def close(self) -> None:
         super().close()

@@ -143,11 +143,18 @@ Handler = Callable[[Frame, Direction], None]
 class _UserSession(TurnShell):
     """One session of a user aggregator: the machine's state, the words, the frames handed to each."""
 
+    # What the user said is written (and asked about) before the end goes on, so the model's answer to it
+    # comes before the end: an end lets work already asked for finish (Pipecat forwards the end first, and
+    # its model never answers those words).
+    decides_before_end = True
+
     def __init__(self, aggregator: UserAggregator, port: Port) -> None:
         empty_turn = aggregator.turns.empty_turn
+        vad = aggregator.vad
         super().__init__(
             aggregator, port, aggregator.events, aggregator.machine, context=aggregator.context,
             offload=aggregator.offload, words=lambda shell: UserWords(shell, empty_turn),
+            params=None if vad is None else SpeechControlParamsFrame(vad_params=getattr(vad.analyzer, "params", None)),
         )
         self.aggregator = aggregator
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
@@ -157,7 +164,7 @@ class _UserSession(TurnShell):
         """Who handles each frame type: built once (again when a recommendation swaps the strategies)."""
         table: dict[type[Frame], Handler] = {t: self._turn for t in self.handled}
         table.update({
-            StartFrame: self._start, EndFrame: self._end, CancelFrame: self._cancel, LLMRunFrame: self._run,
+            StartFrame: self._start, EndFrame: self._end, CancelFrame: self._end, LLMRunFrame: self._run,
             LLMMessagesAppendFrame: self._messages, LLMMessagesUpdateFrame: self._messages,
             LLMMessagesTransformFrame: self._messages, LLMSetToolsFrame: self._tools,
             LLMSetToolChoiceFrame: self._tool_choice, TranslationFrame: _consumed,
@@ -205,42 +212,22 @@ class _UserSession(TurnShell):
             self.link.failed(frame, exc)
 
     def _turn(self, frame: Frame, direction: Direction) -> None:
-        self.now = now = self.clock()
-        self.machine.on_frame(self.turn, frame, direction, now)
+        self.feed(frame, direction)
 
     def _audio(self, frame: Frame, direction: Direction) -> None:
         heard = True
         if type(frame) in self.handled:
-            self.now = now = self.clock()
-            heard = self.machine.on_frame(self.turn, frame, direction, now)
+            heard = self.feed(frame, direction)
         else:
             self.emit(frame, direction)
         if heard and self.vad is not None:  # muted audio never reaches the analyzer
             self.vad.analyze(frame)  # type: ignore[arg-type]
 
     def _start(self, frame: Frame, direction: Direction) -> None:
-        self.emit(frame, direction)
-        self.now = now = self.clock()
-        rate = getattr(frame, "audio_in_sample_rate", None)
-        if isinstance(rate, int) and rate > 0:
-            self.sample_rate = rate
-        params = None
-        if self.vad is not None:
-            params = SpeechControlParamsFrame(vad_params=getattr(self.vad.analyzer, "params", None))
-        self.machine.start(self.turn, frame, now, params)
+        self.start_session(frame, direction)
 
     def _end(self, frame: Frame, direction: Direction) -> None:
-        # What the user said is written (and asked about) before the end goes on, so the model's answer to it
-        # comes before the end: an end lets work already asked for finish (Pipecat forwards the end first, and
-        # its model never answers those words).
-        self.now = now = self.clock()
-        self.machine.end(self.turn, now)
-        self.emit(frame, direction)
-
-    def _cancel(self, frame: Frame, direction: Direction) -> None:
-        self.now = now = self.clock()
-        self.machine.end(self.turn, now)
-        self.emit(frame, direction)
+        self.end_session(frame, direction)
 
     def _greet(self) -> None:
         self.machine.greet(self.turn)
@@ -262,11 +249,6 @@ class _UserSession(TurnShell):
     def _tool_choice(self, frame: Frame, direction: Direction) -> None:
         self._greet()
         self.write(tool_choice_update(frame))  # type: ignore[arg-type]
-
-    def on_input_end(self, direction: Direction) -> None:
-        if direction is DOWN:  # like an end frame, without one to forward
-            self.now = now = self.clock()
-            self.machine.end(self.turn, now)
 
     def close(self) -> None:
         super().close()

@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Segment, Transcript, load_transcript
 from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model, positive_int
+from .labels import utterance_words
 from .observations import Turn
 from .progress import Progress
 from .runner import Analysis, analyze
+from .sample import SAMPLE_NOTE, sample_paths
 from .score import check_transcript
 from .setups import (
     DEFAULT_SETUP,
@@ -60,7 +60,8 @@ from .setups import (
     stop_help,
     stop_strategy,
 )
-from .wav import RATE, Recording, read_wav
+from .transcribe import offline_stt, stt_label, transcribe
+from .wav import read_wav
 
 __all__ = [
     "BOT_DELAY",
@@ -106,7 +107,13 @@ folder with a labels.csv (file,label,text: one utterance per WAV). The run is
 in virtual time (Smart Turn verdicts take --model-latency), with the replayed
 transcript's finals --stt-delay seconds after each segment.
 
+Without a PATH (or with --sample) it scores the labelled sample shipped
+with rxvoice: the demo call (three ends of turn, one mid-sentence pause) and
+eight single utterances with a labels.csv (rxvoice/data/sample/).
+
 Examples:
+  rxvoice eval
+  rxvoice eval --stop speech-timeout
   rxvoice eval calls/
   rxvoice eval calls/ turns/ --sweep patience=0.5,1,2 --plot tradeoff.png
   rxvoice eval calls/ --set stop_secs=0.12 --json
@@ -134,17 +141,6 @@ class Item:
     resume_after: float | None = None
 
 
-def _speech_span(recording: Recording) -> tuple[float, float]:
-    """First and last 10 ms with sound above 2 % of the peak (the utterance in a single-utterance file)."""
-    samples = np.abs(recording.samples.astype(np.float32))
-    n = len(samples) // 160
-    if n == 0 or float(samples.max(initial=0.0)) == 0.0:
-        return 0.0, recording.duration
-    frames = samples[: n * 160].reshape(n, 160).max(axis=1)
-    loud = np.flatnonzero(frames > 0.02 * float(samples.max()))
-    return float(loud[0] * 160 / RATE), float((loud[-1] + 1) * 160 / RATE)
-
-
 def _labels_csv(folder: Path, resume_after: float) -> list[Item]:
     items: list[Item] = []
     with (folder / "labels.csv").open(encoding="utf-8", newline="") as f:
@@ -155,9 +151,8 @@ def _labels_csv(folder: Path, resume_after: float) -> list[Item]:
             wav = folder / name
             if not wav.is_file():
                 raise CLIError(f"{folder / 'labels.csv'} line {n}: no such file {name}")
-            start, end = _speech_span(read_wav(wav))
-            segment = Segment(text, round(start, 3), round(end, 3), label == "complete")
-            items.append(Item(wav, Transcript((segment,)), None if label == "complete" else resume_after))
+            words = utterance_words(read_wav(wav), text, label == "complete")  # as `rxvoice turns` replays them
+            items.append(Item(wav, words, None if label == "complete" else resume_after))
     return items
 
 
@@ -372,13 +367,18 @@ class RunResult:
         return totals(p for _, ps in self.recordings for p in ps)
 
 
-def _one(job: tuple[Item, Setup, str, float]) -> tuple[Item, list[PauseResult] | None, str | None]:
-    item, setup, words, bot_delay = job
+def _one(job: tuple[Item, Setup, str, float, str | None]) -> tuple[Item, list[PauseResult] | None, str | None]:
+    item, setup, words, bot_delay, stt = job
     try:
         recording = read_wav(item.wav)
         transcript = stt_words(item.transcript, words)
         check_transcript(transcript, recording, item.wav.name)
-        analysis = analyze(recording, setup, transcript=transcript, windows=False)
+        if stt is not None:  # the words an offline STT hears; the transcript only labels the pauses
+            engine = offline_stt(stt)
+            heard = transcribe(recording, engine, vad=setup.vad, params=setup.vad_params) if engine else None
+            analysis = analyze(recording, setup, words=heard, windows=False)
+        else:
+            analysis = analyze(recording, setup, transcript=transcript, windows=False)
         return item, judge(item, analysis, bot_delay=bot_delay), None
     except (CLIError, RxVoiceError) as exc:
         return item, None, str(exc)
@@ -388,8 +388,9 @@ def evaluate(
     items: Sequence[Item], setups: Sequence[tuple[Setup, dict[str, float]]], *,
     words: str = "plain", bot_delay: float = BOT_DELAY, jobs: int = 1,
     on_step: Callable[[str], None] | None = None, strip_punctuation: bool | None = None,
+    stt: str | None = None,
 ) -> list[RunResult]:
-    """Run every setup over every item (``jobs`` processes), in order.
+    """Run every setup over every item (``jobs`` processes), in order (``stt``: words from that offline STT).
 
     ``words`` is the replay mode (:data:`WORD_MODES`); ``strip_punctuation`` is its old spelling
     (``True``: ``plain``, ``False``: ``as-written``).
@@ -399,7 +400,7 @@ def evaluate(
     if words not in WORD_MODES:
         raise CLIError(f"--words {words}: choose one of {', '.join(WORD_MODES)}")
     runs = [RunResult(setup, params) for setup, params in setups]
-    work = [(item, setup, words, bot_delay) for setup, _ in setups for item in items]
+    work = [(item, setup, words, bot_delay, stt) for setup, _ in setups for item in items]
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(jobs) as pool:
             results = list(_stepped(pool.map(_one, work), on_step))
@@ -465,7 +466,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "eval", help="ends found, cut-offs and latency on labelled recordings",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="WAVs with transcripts beside them, or folders")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="WAVs with transcripts beside them, or folders (none: the labelled sample shipped with "
+                        "rxvoice)")
+    p.add_argument("--sample", action="store_true",
+                   help="also score the labelled sample shipped with rxvoice: the demo call and 8 utterances")
     p.add_argument("--stop", choices=setup_names(), default=DEFAULT_SETUP, help=stop_help(DEFAULT_SETUP))
     p.add_argument("--vad", choices=VAD_CHOICES, default="silero", help="the VAD (default silero)")
     p.add_argument("--stt-delay", type=_nonneg, default=0.3, metavar="S",
@@ -485,6 +490,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--bot-delay", type=_nonneg, default=BOT_DELAY, metavar="S",
                    help="seconds from a turn end to the bot's first audio: a cut-off the caller resumes "
                         f"from sooner is recovered, later audible (default {BOT_DELAY:g})")
+    p.add_argument("--stt", choices=("whisper", "pocketsphinx"),
+                   help="judge on the words an offline STT hears in each recording instead of its transcript's "
+                        "text (the transcript still labels the pauses)")
     p.add_argument("--resume-after", type=_nonneg, default=1.0, metavar="S",
                    help="a labels.csv 'incomplete' utterance is cut off if answered within S s (default 1.0)")
     p.add_argument("--tail", type=_nonneg, default=4.0, metavar="S",
@@ -566,7 +574,7 @@ def to_json(runs: Sequence[RunResult], args: argparse.Namespace) -> dict[str, An
         "version": JSON_VERSION,
         "settings": {**runs[0].setup.describe(), "vad_min_volume": runs[0].setup.vad_params.min_volume,
                      "words": words, "no_punctuation": words == "plain", "bot_delay": args.bot_delay,
-                     "resume_after": args.resume_after},
+                     "resume_after": args.resume_after, "words_from": args.stt or "transcript"},
         "runs": [{
             "params": r.params,
             "vad_stop_secs": r.setup.vad_params.stop_secs,
@@ -664,10 +672,18 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                            f"or use --stop {FALLBACK_SETUP}")
         model = choice.path
     setups = _setups(args, model)  # the parameters checked before any recording is read
-    items = find_items(args.paths, resume_after=args.resume_after)
+    paths = list(args.paths)
+    if args.sample or not paths:
+        paths += sample_paths()
+        print(f"note: scoring {SAMPLE_NOTE} ({paths[-1].parent})", file=err)
+    items = find_items(paths, resume_after=args.resume_after)
+    if args.stt is not None:
+        offline_stt(args.stt)  # installed and its model sound: checked once, here
+        print(f"note: the words are {stt_label(args.stt)}'s, heard in each recording; the transcripts only label "
+              "the pauses", file=err)
     progress = Progress(len(items) * len(setups), err, force=args.progress)
     runs = evaluate(items, setups, words=_words_mode(args), bot_delay=args.bot_delay, jobs=args.jobs,
-                    on_step=progress.step)
+                    on_step=progress.step, stt=args.stt)
     progress.finish()
     if args.plot is not None:
         plot_tradeoff(runs, Path(args.plot), f"rxvoice eval --stop {args.stop}: {len(items)} recordings")

@@ -13,11 +13,15 @@ the same machines, so a rule lives in one place whichever way it is used:
   :class:`~rxvoice.text.TextAggregator`; what :class:`~rxvoice.aggregators.LLMText` runs.
 * :func:`gate` (:class:`Gate`): a window opened and closed by predicates, holding what arrives
   while it is shut; what :class:`~rxvoice.aggregators.Gated` runs.
+* :func:`turn_steps`: the turn machine over frames, what each input decided out as one step;
+  what the user aggregator, :class:`~rxvoice.aggregators.UserTurnProcessor` and the turn-taking
+  detector run (:meth:`rxvoice.turns.TurnMachine.step`, the one entry of all of them).
 
 A callback that raises (a predicate, a boundary, an aggregator) sends its error to the
 observer's ``on_error``, as ``reactivex.operators.map`` does. Every operator hands on what
 it still holds when the source completes, and forwards the subscribe-time scheduler
-upstream. None of them needs a clock.
+upstream. Only :func:`turn_steps` keeps time (its timers run on the scheduler: the
+argument, else the one given at subscribe time, else the default).
 
 The implementations live in one private module each, as in ``reactivex.operators``; they are
 imported at the top of this module rather than inside each function, since they are small and
@@ -26,18 +30,24 @@ cost nothing to load.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from reactivex import Observable
+from reactivex import Observable, abc
 
 from ..errors import ConfigurationError
+from ..frames import Frame
 from ..text.aggregation import Aggregation, TextAggregator
 from ..text.tokenizer import SentenceTokenizer
+from ..turns.config import TurnsConfig
+from ..turns.machine import TurnMachine
+from ..turns.mute import MuteStrategy
+from ..turns.scan import TurnScan
 from ._aggregate_text import AggregatorFactory, AggregatorSource, aggregate_text_
 from ._buffer_until import BufferUntil, buffer_until_
 from ._gate import Gate, check_predicate, gate_
 from ._split_text import SentenceEnd, TextBoundary, TextSplitter, split_text_
+from ._turn_steps import turn_steps_
 
 __all__ = [
     "BufferUntil",
@@ -50,6 +60,7 @@ __all__ = [
     "gate",
     "sentence_end",
     "split_text",
+    "turn_steps",
 ]
 
 _T = TypeVar("_T")
@@ -261,3 +272,65 @@ def gate(
     for what, fn in (("opens", opens), ("closes", closes), ("passes", passes)):
         check_predicate(f"the gate's {what}", fn)
     return gate_(opens, closes, start_open, passes, release_on_complete)
+
+
+def turn_steps(
+    turns: TurnsConfig | TurnMachine | None = None,
+    *,
+    mute: Sequence[MuteStrategy[Any]] = (),
+    scheduler: abc.SchedulerBase | None = None,
+) -> Callable[[Observable[Frame]], Observable[TurnScan]]:
+    """The turn machine over a stream of frames: each input's decisions out, as one step.
+
+    Every frame (and every timer the strategies armed, when it fires) goes
+    through :meth:`TurnMachine.step <rxvoice.turns.TurnMachine.step>`, the
+    very entry the user aggregator, ``UserTurnProcessor`` and the turn-taking
+    detector feed, and comes out as a :class:`~rxvoice.turns.TurnScan`: the
+    calls that input made (``("emit", frame, direction)``, ``("arm", owner,
+    key, seconds)``, ``("event", name, payload)``, ...) and whether a turn is
+    open after it. A ``scan`` with the machine's timers: state is created
+    per subscription, the timers run on ``scheduler`` (else the subscribe-time
+    one, else the default) and are cancelled when the subscription is
+    disposed; a strategy's model call runs at once. When the source
+    completes the session ends (an open turn is reported stopped), as at an
+    ``EndFrame``. Something that is not a frame is an
+    :class:`~rxvoice.errors.InvalidFrameError` on ``on_error``.
+
+    .. marble::
+        :alt: turn_steps
+
+        -v-h-s-----------|
+        [ turn_steps(TurnsConfig()) ]
+        -a-b-c-----d-----|
+
+    ``v``/``s``: the VAD hears speech start and stop, ``h``: its words; ``a``:
+    the turn started (``UserStartedSpeakingFrame`` and an interruption
+    emitted); ``b``: the words noted; ``c``: the speech timeout armed; ``d``:
+    it fired 0.6 s later, the turn stopped (``on_user_turn_stopped``).
+
+    Args:
+        turns: The strategies and timeouts (a ``TurnsConfig``), or a
+            ``TurnMachine`` built from them; the defaults without it.
+        mute: More mute strategies.
+        scheduler: Where the timers run.
+
+    Examples:
+        >>> from reactivex.subject import Subject
+        >>> from reactivex.testing import TestScheduler
+        >>> from rxvoice import frames as F
+        >>> said, scheduler, events = Subject(), TestScheduler(), []
+        >>> steps = said.pipe(turn_steps())
+        >>> def note(step):
+        ...     events.extend((round(scheduler.clock, 3), c[1]) for c in step.calls if c[0] == "event")
+        >>> _ = steps.subscribe(note, scheduler=scheduler)
+        >>> for frame in (F.VADUserStartedSpeakingFrame(0.2), F.TranscriptionFrame("hi", finalized=True),
+        ...               F.VADUserStoppedSpeakingFrame(0.2)):
+        ...     said.on_next(frame)
+        >>> scheduler.advance_by(1.0)
+        >>> events
+        [(0, 'on_user_turn_started'), (0.6, 'on_user_turn_inference_triggered'), (0.6, 'on_user_turn_stopped')]
+    """
+    machine = turns if isinstance(turns, TurnMachine) else TurnMachine(turns, mute)
+    if isinstance(turns, TurnMachine) and mute:
+        raise ConfigurationError("turn_steps: give the mute strategies to the TurnMachine, not beside it")
+    return turn_steps_(machine, scheduler)

@@ -11,13 +11,21 @@ for the rest. This is the one implementation every stage uses.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from reactivex import abc
 
-from .processor import Port
+__all__ = ["Clock", "Deadlines"]
 
-__all__ = ["Deadlines"]
+
+class Clock(Protocol):
+    """What the timers need of a session: its time, and a call later inside it (a ``Port`` or a ``Session``)."""
+
+    def time(self) -> float:
+        """The session's clock in seconds."""
+
+    def call_later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
+        """Run ``fn()`` inside the session after ``seconds``."""
 
 K = TypeVar("K", bound=Hashable)
 
@@ -37,13 +45,13 @@ class Deadlines(Generic[K]):
     """The named timers of one session, fired inside it.
 
     Args:
-        port: The session's port (timers run on its scheduler, through its gate).
+        port: The session's port, or the session (timers run on its scheduler, through its gate).
         fire: Called with the timer's key and the session time when a deadline passes.
     """
 
     __slots__ = ("_fire", "_port", "_timers", "closed")
 
-    def __init__(self, port: Port, fire: Callable[[K, float], None]) -> None:
+    def __init__(self, port: Clock, fire: Callable[[K, float], None]) -> None:
         self._port = port
         self._fire = fire
         self._timers: dict[K, _Deadline] = {}

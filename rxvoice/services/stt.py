@@ -104,6 +104,20 @@ __all__ = [
     "word_error_rate",
 ]
 
+_WHISPER_NAMES = frozenset({"WhisperResult", "WhisperSTT", "whisper_installed"})
+
+
+def __getattr__(name: str) -> Any:
+    """``WhisperSTT``, ``WhisperResult``, ``whisper_installed``: importable from here, defined in ``.whisper``.
+
+    Imported on first use (that module builds on this one's base class).
+    """
+    if name in _WHISPER_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.whisper"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 log = logging.getLogger("rxvoice.services.stt")
 
 STT_EVENTS = ("on_error", "on_transcription")

@@ -10,11 +10,17 @@ waits for the bot to have spoken, however slow the model. The watch pauses
 while the bot speaks, a tool call runs or the user's voice is heard (a VAD
 or a service hears speech that has not made a turn yet), and it fires once
 per arming. A timeout update re-arms only a watch that is waiting.
+
+The steps answer in the strategies' vocabulary
+(:mod:`rxvoice.turns.strategy`): ``Arm("idle", seconds)``,
+``Disarm("idle")``, and :data:`~rxvoice.turns.strategy.USER_IDLE` when the
+watch fires.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import warnings
+from typing import Any, NamedTuple
 
 from ..frames import (
     BotStartedSpeakingFrame,
@@ -32,8 +38,9 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from .strategy import NOTHING, USER_IDLE, Arm, Disarm, Effects
 
-__all__ = ["IDLE_TYPES", "SPEECH_TYPES", "IdleEffect", "IdleState", "idle_fired", "idle_heard", "idle_step"]
+__all__ = ["IDLE_KEY", "IDLE_TYPES", "SPEECH_TYPES", "IdleState", "idle_fired", "idle_heard", "idle_step"]
 
 IDLE_TYPES: frozenset[type[Frame]] = frozenset({
     BotStartedSpeakingFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame,
@@ -61,39 +68,35 @@ class IdleState(NamedTuple):
     user_speaking: bool = False
 
 
-class IdleEffect(NamedTuple):
-    """``arm`` the timer for ``delay`` seconds, ``disarm`` it, or ``fire`` the idle event."""
+IDLE_KEY = "idle"
+"""The idle timer's key."""
 
-    kind: str
-    delay: float = 0.0
-
-
-_DISARM = (IdleEffect("disarm"),)
-_NOTHING: tuple[IdleEffect, ...] = ()
+_DISARM: Effects = (Disarm(IDLE_KEY),)
+_FIRE: Effects = (USER_IDLE,)
 
 
-def _arm(state: IdleState) -> tuple[IdleEffect, ...]:
-    return (IdleEffect("arm", state.timeout),) if state.timeout > 0 else _NOTHING
+def _arm(state: IdleState) -> Effects:
+    return (Arm(IDLE_KEY, state.timeout),) if state.timeout > 0 else NOTHING
 
 
-def _resume(s: IdleState) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+def _resume(s: IdleState) -> tuple[IdleState, Effects]:
     """The watch was interrupted (a call, the user's voice): it waits again if nothing else holds it."""
     if s.paused and not s.bot_speaking and not s.user_turn and not s.user_speaking and s.calls == 0 \
             and not s.reply_pending:
         s = s._replace(waiting=True, paused=False)
         return s, _arm(s)
-    return s, _NOTHING
+    return s, NOTHING
 
 
-def _wait(s: IdleState) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+def _wait(s: IdleState) -> tuple[IdleState, Effects]:
     """The user is now the one expected to speak: wait for them (after their voice, if it is heard)."""
     if s.user_speaking:
-        return s._replace(waiting=False, paused=True), _NOTHING
+        return s._replace(waiting=False, paused=True), NOTHING
     s = s._replace(waiting=True)
     return s, _arm(s)
 
 
-def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, Effects]:
     """The user's voice is heard (``speaking``), or no longer: the watch pauses, then resumes from its end.
 
     Speech that opens a turn hands the watch to the turn (its end decides);
@@ -105,7 +108,7 @@ def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, tuple[IdleE
     return _resume(state._replace(user_speaking=False))
 
 
-def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tuple[IdleState, Effects]:
     """React to one frame of a type in :data:`IDLE_TYPES` or :data:`SPEECH_TYPES`.
 
     ``answered`` goes with a user turn's end: the turn wrote words and asked
@@ -120,7 +123,7 @@ def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tupl
         s = state._replace(bot_speaking=False, reply_pending=False)
         if not s.user_turn and s.calls == 0:
             return _wait(s)
-        return s, _NOTHING
+        return s, NOTHING
     if t is BotStartedSpeakingFrame:
         return state._replace(waiting=False, bot_speaking=True, paused=False, reply_pending=False), _DISARM
     if t is UserStartedSpeakingFrame:
@@ -128,34 +131,51 @@ def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tupl
     if t is UserStoppedSpeakingFrame:
         s = state._replace(user_turn=False)
         if answered:  # a reply is on its way: the user is not the one expected to speak
-            return s._replace(waiting=False, paused=False, reply_pending=True), _NOTHING
+            return s._replace(waiting=False, paused=False, reply_pending=True), NOTHING
         if not s.bot_speaking and s.calls == 0:
             return _wait(s)
-        return s, _NOTHING
+        return s, NOTHING
     if t is LLMContextAssistantTurnFrame:
         # The bot's turn is written. Without speech output nothing else says it is over.
         if state.reply_pending and not state.bot_speaking and not state.user_turn and state.calls == 0:
             return _wait(state._replace(reply_pending=False))
-        return state, _NOTHING
+        return state, NOTHING
     if isinstance(frame, FunctionCallsStartedFrame):
         n = len(frame.function_calls)
         return state._replace(waiting=False, calls=state.calls + n, paused=state.paused or state.waiting), _DISARM
     if isinstance(frame, FunctionCallResultFrame | FunctionCallCancelFrame):
         props = frame.properties if isinstance(frame, FunctionCallResultFrame) else None
         if props is not None and not props.is_final:
-            return state, _NOTHING
+            return state, NOTHING
         return _resume(state._replace(calls=max(0, state.calls - 1)))
     if isinstance(frame, UserIdleTimeoutUpdateFrame):
         s = state._replace(timeout=float(frame.timeout))
         if s.timeout <= 0:
             return s, _DISARM
-        return s, (_arm(s) if s.waiting else _NOTHING)
-    return state, _NOTHING
+        return s, (_arm(s) if s.waiting else NOTHING)
+    return state, NOTHING
 
 
-def idle_fired(state: IdleState) -> tuple[IdleState, tuple[IdleEffect, ...]]:
+def idle_fired(state: IdleState) -> tuple[IdleState, Effects]:
     """The timer fired: raise the idle event if the user is still the one expected to speak."""
     s = state
     if s.waiting and not s.bot_speaking and not s.user_turn and not s.user_speaking and s.calls == 0:
-        return state, (IdleEffect("fire"),)
-    return state, _NOTHING
+        return state, _FIRE
+    return state, NOTHING
+
+
+def __getattr__(name: str) -> Any:
+    # The idle watch used an effect vocabulary of its own; it answers in the strategies' now.
+    if name == "IdleEffect":
+        warnings.warn(
+            "rxvoice.turns.idle.IdleEffect is gone: the idle steps answer with Arm/Disarm('idle') and "
+            "USER_IDLE (rxvoice.turns.strategy); the name goes in 0.3",
+            DeprecationWarning, stacklevel=2,
+        )
+        return _LegacyIdleEffect
+    raise AttributeError(f"module 'rxvoice.turns.idle' has no attribute {name!r}")
+
+
+class _LegacyIdleEffect(NamedTuple):
+    kind: str
+    delay: float = 0.0

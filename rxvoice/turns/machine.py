@@ -1,77 +1,60 @@
 """The turn machine: a user turn's whole life, from the first sound to the answer, in one place.
 
-Every stage that decides the user's turn runs this turn machine: the user
+Every stage that decides the user's turn runs the turn machine: the user
 aggregator (which also keeps the words), :class:`UserTurnProcessor` and the
 turn-taking detector (which only announce). Read top to bottom, this module
-is the life of a turn; each step is a rule of its own:
+is the life of a turn (its state, :class:`~rxvoice.turns.state.TurnState`,
+is defined first, in its own module); each step is a rule of its own:
 
 1. **mute** (:meth:`TurnMachine._mute`): a frame is judged by the mute state
-   from before it; every mute strategy then sees it, and a change is
-   announced. What the user says while muted is dropped, not queued.
+   from before it; every mute strategy then sees it. What the user says
+   while muted is dropped, not queued.
 2. **the frame itself** (:meth:`TurnMachine._frame`): the user's speech and
-   the bot's are noted; a transcript goes to the words (or is passed on) and
-   the *late-tail rule* decides whether it may open a turn.
+   the bot's are noted; a transcript goes to the words, and the *late-tail
+   rule* decides whether it may open a turn.
 3. **the start chain, then the stop chain** (:meth:`TurnMachine._decide`):
    each strategy sees the frame types it handles, in order, until one halts
-   its chain. Their effects are applied as they come:
-
-   * a start opens a turn unless one is open (the turn is announced, the bot
-     interrupted);
-   * an inference inside an open turn writes what was said so far and asks
-     for the answer;
-   * a finalize closes the turn, never while the user is still speaking;
-   * a reset of the aggregation is honoured only outside a turn (the words of
-     an open turn are never dropped).
+   its chain; their effects are applied as they come (:meth:`TurnMachine._apply`):
+   a start opens a turn unless one is open; an inference inside a turn
+   writes what was said so far and asks for the answer; a finalize closes
+   the turn, never while the user speaks; a reset drops words only outside
+   a turn.
 4. **the watchdog** closes a turn no strategy ended after ``stop_timeout``
    seconds without activity, never while the user speaks.
 5. **the idle watch** (:mod:`rxvoice.turns.idle`) notices a user who stays
    silent after the bot stopped speaking.
 6. **recovery from a false end** (:meth:`TurnMachine._recover`): a turn
    that starts within ``recovery_window`` seconds of the last one's end,
-   before the bot has started speaking, reopens that turn. The reply in
-   progress is interrupted (nothing of it was heard), the continuation joins
-   the same user message, and the whole turn is answered once. Once the bot
-   has spoken, resumed speech is an ordinary new turn (a barge-in).
+   before the bot has spoken, reopens that turn: the reply in progress is
+   interrupted, the continuation joins the same user message, the whole
+   turn is answered once.
 
 Decisions have no clock, scheduler, thread or I/O: time comes in as an
-argument, and what a decision does is a call on a narrow :class:`TurnPort`
-(send a frame, arm a timer, run a strategy's resource call, raise an event)
-and on :class:`Words` (the words of the turn, when a stage keeps them). A
-test records those calls (:class:`RecordingPort`); the stages carry them out.
-Per-session state is one mutable :class:`TurnState` that nobody else sees;
-everything configured (strategies, routes, which features run at all) is
-built once in :class:`TurnMachine`, so a feature that is not configured
-(mute, idle, a recommendation) costs nothing per frame.
-
-:func:`turn_step` makes the machine an accumulator for reactivex's own
-``ops.scan``::
-
-    source.pipe(ops.timestamp(), ops.scan(turn_step(machine), machine.scan_start()))
-
-.. marble::
-    :alt: the machine as a scan over timed frames
-
-    -v----h--s-------|
-    [ scan(turn_step) ]
-    -a----b--c-------|
-
-(``a``: the turn started; ``b``: nothing decided; ``c``: the stop strategy
-armed its timer; feed :class:`TimerFired` to fire it.)
+argument, and what a decision does is a call on a narrow
+:class:`~rxvoice.turns.port.TurnPort` and on
+:class:`~rxvoice.turns.port.Words` (see :mod:`rxvoice.turns.port`).
+Everything configured is built once in :class:`TurnMachine`, so a feature
+that is not configured (mute, idle, a recommendation) costs nothing per
+frame. Every input enters through :meth:`TurnMachine.step`: the stages feed
+it, and so does :func:`~rxvoice.turns.scan.turn_step`, the machine as a
+``scan`` accumulator, which :func:`rxvoice.operators.turn_steps` runs on any
+stream of frames.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 from ..frames import (
     DOWN,
     UP,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
+    CancelFrame,
     Direction,
+    EndFrame,
     Frame,
     InputAudioRawFrame,
     InterimTranscriptionFrame,
@@ -91,9 +74,11 @@ from ..frames import (
 )
 from .config import TurnsConfig
 from .controller import ACTIVITY, SPEAKING_OFF, SPEAKING_ON, TurnController
-from .idle import IDLE_TYPES, SPEECH_TYPES, IdleState, idle_fired, idle_step
+from .idle import IDLE_TYPES, SPEECH_TYPES, idle_fired, idle_step
 from .late_tail import may_start
-from .mute import MuteStrategy, mute_types
+from .mute import MuteStrategy, mute_see, mute_types, mute_verdict
+from .port import IDLE_OWNER, MUTE_OWNER, WATCHDOG, Owner, PassWords, RecordingPort, TimerOwner, TurnPort, Words
+from .port import mute_owner as mute_owner
 from .reasons import TurnEndReason, end_of_session_reason, watchdog_reason
 from .recommend import recommended_controller
 from .reports import (
@@ -109,6 +94,8 @@ from .reports import (
     UserTurnStopped,
     iso8601,
 )
+from .scan import ResultBack, TimerFired, TurnScan, turn_step
+from .state import TurnState
 from .strategy import (
     Analyze,
     Arm,
@@ -122,34 +109,13 @@ from .strategy import (
     Start,
     Strategy,
     Touch,
+    UserIdle,
 )
 
 __all__ = [
-    "IDLE_OWNER",
-    "MUTE_OWNER",
-    "USER_INPUT",
-    "WATCHDOG",
-    "PassWords",
-    "RecordingPort",
-    "ResultBack",
-    "TimerFired",
-    "TurnController",
-    "TurnMachine",
-    "TurnPort",
-    "TurnScan",
-    "TurnState",
-    "Words",
-    "turn_step",
+    "IDLE_OWNER", "MUTE_OWNER", "USER_INPUT", "WATCHDOG", "PassWords", "RecordingPort", "ResultBack", "TimerFired",
+    "TurnController", "TurnMachine", "TurnPort", "TurnScan", "TurnState", "Words", "turn_step",
 ]
-
-WATCHDOG = -1
-"""The owner of the stop watchdog's timer (strategies own 0 and up, in chain order)."""
-
-IDLE_OWNER = -2
-"""The owner of the idle timer."""
-
-MUTE_OWNER = -100
-"""Mute strategy ``i`` owns timers as ``MUTE_OWNER - i``."""
 
 USER_INPUT: frozenset[type[Frame]] = frozenset({
     InterruptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame,
@@ -158,133 +124,18 @@ USER_INPUT: frozenset[type[Frame]] = frozenset({
 })
 """What counts as the user's input: dropped (not queued) while the user is muted."""
 
+_NEVER = -math.inf
+_WATCHDOG_KEY = "watchdog"
+_NO_ROUTE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+_TURN_FRAMES: frozenset[type[Frame]] = frozenset({UserStartedSpeakingFrame, UserStoppedSpeakingFrame})
+"""Announced turns from elsewhere: when a strategy adopts them, the idle watch follows the adopted turn."""
+_IDLE_INPUT: frozenset[type[Frame]] = IDLE_TYPES | SPEECH_TYPES
+"""What the idle watch sees of the frames handed in (the user's voice pauses it)."""
 _STARTED = UserStartedSpeakingFrame()
 _STOPPED = UserStoppedSpeakingFrame()
 _MUTED_STOP = VADUserStoppedSpeakingFrame(0.0, 0.0)
 _MUTE_STARTED = UserMuteStartedFrame()
 _MUTE_STOPPED = UserMuteStoppedFrame()
-
-
-# -- what a decision can do --------------------------------------------------------------------
-
-
-class TurnPort(Protocol):
-    """The narrow way out of the machine: every effect of a decision is one of these calls."""
-
-    def emit(self, frame: Frame, direction: Direction) -> None:
-        """Send ``frame`` to the neighbour in ``direction``."""
-
-    def arm(self, owner: int, key: str, delay: float) -> None:
-        """Fire timer ``(owner, key)`` after ``delay`` seconds (re-arming moves it)."""
-
-    def disarm(self, owner: int, key: str) -> None:
-        """Cancel timer ``(owner, key)`` (harmless when it is not armed)."""
-
-    def disarm_all(self) -> None:
-        """Cancel every timer of the session (it is ending)."""
-
-    def call(self, owner: int, key: str | None, fn: Callable[[Any], Any], offload: bool) -> None:
-        """Run ``fn(resource of owner)``: inline, or off the session; the result comes back to ``key``.
-
-        An inline call's result may come back at once: the machine holds it
-        until the decision under way is done.
-        """
-
-    def listens(self, name: str) -> bool:
-        """Whether anyone listens to event ``name`` (a report nobody reads is not built)."""
-
-    def event(self, name: str, payload: Any = None) -> None:
-        """Raise event ``name``."""
-
-    def callback(self, fn: Callable[[Any], Any]) -> None:
-        """Call an application callback with the stage (``on_idle``)."""
-
-    def use(self, controller: TurnController) -> None:
-        """A service's recommendation replaced the strategies: cancel their timers, swap their resources."""
-
-
-class Words(Protocol):
-    """What the machine asks of whoever keeps the turn's words (the user aggregator)."""
-
-    def transcript(self, frame: TranscriptionFrame, direction: Direction, late: bool, now: float) -> None:
-        """A final transcript arrived (``late``: it belongs to the turn already answered)."""
-
-    def interim(self, frame: InterimTranscriptionFrame, direction: Direction) -> None:
-        """An interim transcript arrived."""
-
-    def pending(self) -> bool:
-        """Whether words are gathered that no message holds yet."""
-
-    def reset(self) -> None:
-        """Drop the words gathered outside a turn (they did not make one)."""
-
-    def started(self, now: float) -> None:
-        """A turn started."""
-
-    def commit(self, now: float) -> None:
-        """Write what was said so far as one message and ask for the answer."""
-
-    def content(self) -> tuple[str, str, float | None]:
-        """The turn's words so far, the speaker's id, when its words began (``None``: not known)."""
-
-    def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
-        """The turn is over (its report is out); the words start over.
-
-        Returns whether it had words, and whether a reply was asked for (words, or the empty-turn prompt).
-        """
-
-    def ended(self, now: float) -> None:
-        """The session ends: nothing said may stay unwritten."""
-
-    def resume(self, now: float) -> str | None:
-        """The last turn ended too soon and reopens: its words take the continuation in.
-
-        Returns the words it ended with (``None``: nothing to reopen; the new
-        turn is an ordinary one).
-        """
-
-
-class PassWords:
-    """Words for a stage that keeps none: transcripts go on downstream; it only notes that words came."""
-
-    __slots__ = ("_port", "had_words")
-
-    def __init__(self, port: TurnPort) -> None:
-        self._port = port
-        self.had_words = False
-
-    def transcript(self, frame: TranscriptionFrame, direction: Direction, late: bool, now: float) -> None:
-        self._port.emit(frame, direction)
-        if frame.text.strip():
-            self.had_words = True
-
-    def interim(self, frame: InterimTranscriptionFrame, direction: Direction) -> None:
-        self._port.emit(frame, direction)
-
-    def pending(self) -> bool:
-        return False
-
-    def reset(self) -> None:
-        self.had_words = False
-
-    def started(self, now: float) -> None:
-        return None
-
-    def commit(self, now: float) -> None:
-        return None
-
-    def content(self) -> tuple[str, str, float | None]:
-        return "", "", None
-
-    def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
-        had, self.had_words = self.had_words, False
-        return had, had
-
-    def ended(self, now: float) -> None:
-        return None
-
-    def resume(self, now: float) -> str | None:
-        return None  # no words kept here: the stage that keeps them recovers the turn
 
 
 # -- configuration, built once ---------------------------------------------------------------------
@@ -322,9 +173,55 @@ class TurnMachine:
         """The frame types to hand in once a session runs ``controller``."""
         return self.handled_types | controller.handled_types
 
-    def open(self, port: TurnPort, words: Words | None = None) -> TurnState:
-        """A new session's state, talking through ``port``, its words kept by ``words``."""
-        return TurnState(self, port, words if words is not None else PassWords(port))
+    def open(
+        self, port: TurnPort, words: Words | None = None, *, params: Frame | None = None,
+        decides_before_end: bool = False,
+    ) -> TurnState:
+        """A new session's state, talking through ``port``, its words kept by ``words``.
+
+        ``params`` (the stage's own, e.g. its VAD's) go both ways at the
+        session's start; ``decides_before_end``: at its end, decide first,
+        then pass the end on (see :meth:`step`).
+        """
+        s = TurnState(self, port, words if words is not None else PassWords(port))
+        s.params = params
+        s.decides_before_end = decides_before_end
+        return s
+
+    # -- one input, whatever it is: the one entry of the stages and of the scan ------------------
+
+    def step(self, s: TurnState, item: Any, direction: Direction, now: float, *, passed: bool = False) -> bool:
+        """One input of the session: a frame, a :class:`TimerFired` or a :class:`ResultBack`.
+
+        A ``StartFrame`` goes on, then the session starts; an ``EndFrame``
+        or ``CancelFrame`` ends it, after it goes on, or before when the
+        session ``decides_before_end`` (what was said is written and asked
+        about before the end goes on); a frame of a handled type is decided;
+        any other frame goes on as it is. ``passed``: the stage passed the
+        frame on itself. Returns whether a frame was heard (``False``: the
+        user is muted and it was dropped).
+        """
+        t = type(item)
+        if t is TimerFired:
+            self.on_timer(s, item.owner, item.key, now)
+        elif t is ResultBack:
+            self.on_result(s, item.owner, item.key, item.value, now)
+        elif t is StartFrame:
+            if not passed:
+                s.port.emit(item, direction)
+            self.start(s, item, now, s.params)
+        elif t is EndFrame or t is CancelFrame:
+            emit = not passed
+            if emit and not s.decides_before_end:
+                s.port.emit(item, direction)
+            self.end(s, now)
+            if emit and s.decides_before_end:
+                s.port.emit(item, direction)
+        elif t in self.handled_types or t in s.controller.handled_types:
+            return self.on_frame(s, item, direction, now)
+        elif not passed:
+            s.port.emit(item, direction)
+        return True
 
     def scan_start(self) -> TurnScan:
         """A fresh accumulator for :func:`turn_step` (one per subscription)."""
@@ -347,12 +244,7 @@ class TurnMachine:
             s.port.emit(params, DOWN)
             s.port.emit(params, UP)
         if type(frame) in s.controller.handled_types:
-            s.deciding = True
-            try:
-                self._decide(s, frame, now, True)
-            finally:
-                s.deciding = False
-            s.settle(now)
+            self._decision(s, now, self._decide, s, frame, now, True)
 
     def greet(self, s: TurnState) -> None:
         """A user muted from the start is announced once, with the session's first frame."""
@@ -390,32 +282,35 @@ class TurnMachine:
 
         Returns whether the frame was heard (``False``: the user is muted and it was dropped).
         """
+        heard: bool = self._decision(s, now, self._one_frame, s, frame, direction, now)
+        return heard
+
+    def _one_frame(self, s: TurnState, frame: Frame, direction: Direction, now: float) -> bool:
         t = type(frame)
-        s.deciding = True
-        try:
-            if self.mute and self._mute(s, frame, t, now):
-                return False
-            start_ok = self._frame(s, frame, t, direction, now)
-            if t in s.controller.handled_types:
-                self._decide(s, frame, now, start_ok)
-            if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
-                # A turn announced elsewhere that no strategy here takes: the stage that announced it answers it.
-                self._idle(s, frame, answered=t is UserStoppedSpeakingFrame)
-        finally:
-            s.deciding = False
-        if s.later:
-            s.settle(now)
+        if self.mute and self._mute(s, frame, t, now):
+            return False
+        start_ok = self._frame(s, frame, t, direction, now)
+        if t in s.controller.handled_types:
+            self._decide(s, frame, now, start_ok)
+        if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
+            # A turn announced elsewhere that no strategy here takes: the stage that announced it answers it.
+            self._idle(s, frame, now, answered=t is UserStoppedSpeakingFrame)
         return True
 
     def sees(self, s: TurnState, frame: Frame, now: float) -> None:
         """A frame the stage passed on itself (the detector's audio): the strategies see it, nothing is sent."""
+        self._decision(s, now, self._decide, s, frame, now, True)
+
+    def _decision(self, s: TurnState, now: float, step: Callable[..., Any], *args: Any) -> Any:
+        """Run one decision: nothing re-enters it (an inline result waits), and what waited runs after it."""
         s.deciding = True
         try:
-            self._decide(s, frame, now, True)
+            result = step(*args)
         finally:
             s.deciding = False
         if s.later:
             s.settle(now)
+        return result
 
     # 1. mute
 
@@ -424,17 +319,13 @@ class TurnMachine:
         self.greet(s)
         prior = s.muted
         if t in self.mute_types:
-            states = s.mute_states
-            for i, strategy in enumerate(self.mute):
-                if t in strategy.handles:
-                    states[i], effects = strategy.step(states[i], frame, now)
-                    if effects:
-                        self._apply_mute(s, i, effects)
+            for i, effects in mute_see(self.mute, s.mute_states, frame, now):
+                self._apply(s, mute_owner(i), None, effects, now)
             self._mute_verdict(s, now)
         return prior and t in USER_INPUT
 
     def _mute_verdict(self, s: TurnState, now: float) -> None:
-        muted = any(m.muted(st) for m, st in zip(self.mute, s.mute_states, strict=True))
+        muted = mute_verdict(self.mute, s.mute_states)
         if muted == s.muted:
             return
         s.muted = muted
@@ -443,15 +334,7 @@ class TurnMachine:
             # The user's "stopped" will be dropped while muted: take the speech as over now, so the
             # turn can end (and the watchdog close it) instead of hanging.
             self._decide(s, _MUTED_STOP, now, False)
-            self._idle(s, _MUTED_STOP, answered=False)
-
-    def _apply_mute(self, s: TurnState, i: int, effects: Effects) -> None:
-        e: Any
-        for e in effects:
-            if type(e) is Arm:
-                s.port.arm(MUTE_OWNER - i, e.key, e.delay)
-            elif type(e) is Disarm:
-                s.port.disarm(MUTE_OWNER - i, e.key)
+            self._idle(s, _MUTED_STOP, now, answered=False)
 
     def _announce(self, s: TurnState, muted: bool) -> None:
         """The user was muted or unmuted: tell the app and both neighbours."""
@@ -534,7 +417,7 @@ class TurnMachine:
             s.last_activity = now
             if not s.watchdog_armed:
                 s.watchdog_armed = True
-                s.port.arm(WATCHDOG, "watchdog", controller.stop_timeout)
+                s.port.arm(WATCHDOG, _WATCHDOG_KEY, controller.stop_timeout)
         start_ids, stop_ids = controller.routes.get(t, _NO_ROUTE)
         strategies = controller.strategies
         states = s.states
@@ -550,8 +433,13 @@ class TurnMachine:
             if effects and self._apply(s, i, strategy, effects, now):
                 break
 
-    def _apply(self, s: TurnState, owner: int, strategy: Strategy[Any], effects: Effects, now: float) -> bool:
-        """Carry out one strategy's effects, in order. Returns whether it halted its chain."""
+    def _apply(
+        self, s: TurnState, owner: TimerOwner, strategy: Strategy[Any] | None, effects: Effects, now: float
+    ) -> bool:
+        """Carry out effects (a strategy's, a mute strategy's, the idle watch's), in order.
+
+        Returns whether they halted their chain.
+        """
         halted = False
         port = s.port
         e: Any
@@ -584,9 +472,14 @@ class TurnMachine:
                 else:
                     port.emit(e.frame, e.direction)
             elif et is Touch:
-                port.call(owner, e.key, e.fn, False)
+                port.call(owner, e.key, e.fn, False)  # type: ignore[arg-type]
             elif et is Analyze:
-                port.call(owner, e.key, e.fn, True)
+                port.call(owner, e.key, e.fn, True)  # type: ignore[arg-type]
+            elif et is UserIdle:
+                if port.listens(EVENT_USER_TURN_IDLE):
+                    port.event(EVENT_USER_TURN_IDLE)
+                if self.turns.on_idle is not None:
+                    port.callback(self.turns.on_idle)
         return halted
 
     def _each(self, s: TurnState, now: float, *, started: bool) -> None:
@@ -602,7 +495,7 @@ class TurnMachine:
 
     # the turn starts
 
-    def _started(self, s: TurnState, strategy: Strategy[Any], e: Start, now: float) -> None:
+    def _started(self, s: TurnState, strategy: Strategy[Any] | None, e: Start, now: float) -> None:
         if s.open:
             return
         s.open = True
@@ -626,7 +519,7 @@ class TurnMachine:
         if speaking:
             port.emit(_STARTED, DOWN)
             port.emit(_STARTED, UP)
-        self._idle(s, _STARTED, answered=False)
+        self._idle(s, _STARTED, now, answered=False)
         if interruptions or recovered:  # a recovery always cancels the reply nobody has heard
             interruption = InterruptionFrame()
             port.emit(interruption, DOWN)
@@ -657,7 +550,7 @@ class TurnMachine:
         if port.listens(EVENT_USER_TURN_STOPPED):
             port.event(EVENT_USER_TURN_STOPPED, self._report(s, strategy, content, uid, started, now, reason))
         had_words, answered = words.finished(now, s)
-        self._idle(s, _STOPPED, answered=answered)
+        self._idle(s, _STOPPED, now, answered=answered)
         s.answered_at = now if had_words else None
         s.ended_at = now
         s.recoverable_until = now + self.recovery_window if had_words and self.recovery_window > 0 else _NEVER
@@ -679,7 +572,7 @@ class TurnMachine:
         s.last_activity = now
         if not s.watchdog_armed:
             s.watchdog_armed = True
-            s.port.arm(WATCHDOG, "watchdog", s.controller.stop_timeout)
+            s.port.arm(WATCHDOG, _WATCHDOG_KEY, s.controller.stop_timeout)
 
     def _watchdog(self, s: TurnState, now: float) -> None:
         s.watchdog_armed = False
@@ -687,7 +580,7 @@ class TurnMachine:
         idle_for = now - s.last_activity
         if idle_for < timeout - 1e-9:
             s.watchdog_armed = True
-            s.port.arm(WATCHDOG, "watchdog", timeout - idle_for)
+            s.port.arm(WATCHDOG, _WATCHDOG_KEY, timeout - idle_for)
         elif s.open and not s.speaking:
             if s.port.listens(EVENT_USER_TURN_STOP_TIMEOUT):
                 s.port.event(EVENT_USER_TURN_STOP_TIMEOUT)
@@ -695,25 +588,10 @@ class TurnMachine:
 
     # 5. the idle watch
 
-    def _idle(self, s: TurnState, frame: Frame, *, answered: bool) -> None:
-        self._idle_apply(s, *idle_step(s.idle, frame, answered=answered))
-
-    def _idle_apply(self, s: TurnState, idle: IdleState, effects: tuple[Any, ...]) -> None:
-        s.idle = idle
-        for e in effects:
-            if e.kind == "arm":
-                s.port.arm(IDLE_OWNER, "idle", e.delay)
-            elif e.kind == "disarm":
-                s.port.disarm(IDLE_OWNER, "idle")
-
-    def _idle_fired(self, s: TurnState) -> None:
-        s.idle, effects = idle_fired(s.idle)
-        for e in effects:
-            if e.kind == "fire":
-                if s.port.listens(EVENT_USER_TURN_IDLE):
-                    s.port.event(EVENT_USER_TURN_IDLE)
-                if self.turns.on_idle is not None:
-                    s.port.callback(self.turns.on_idle)
+    def _idle(self, s: TurnState, frame: Frame, now: float, *, answered: bool) -> None:
+        s.idle, effects = idle_step(s.idle, frame, answered=answered)
+        if effects:
+            self._apply(s, IDLE_OWNER, None, effects, now)
 
     # 6. recovery from a false end
 
@@ -740,30 +618,27 @@ class TurnMachine:
 
     # -- timers and results ---------------------------------------------------------------------
 
-    def on_timer(self, s: TurnState, owner: int, key: str, now: float) -> None:
+    def on_timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
         """Timer ``(owner, key)`` of this session fired."""
-        s.deciding = True
-        try:
+        self._decision(s, now, self._timer, s, owner, key, now)
+
+    def _timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
+        if type(owner) is Owner:
             if owner == WATCHDOG:
                 self._watchdog(s, now)
             elif owner == IDLE_OWNER:
-                self._idle_fired(s)
-            elif owner <= MUTE_OWNER:
-                i = MUTE_OWNER - owner
-                if i < len(self.mute):
-                    s.mute_states[i], effects = self.mute[i].on_timer(s.mute_states[i], key, now)
-                    if effects:
-                        self._apply_mute(s, i, effects)
-                    self._mute_verdict(s, now)
-            elif owner < len(s.controller.strategies):
-                strategy = s.controller.strategies[owner]
-                s.states[owner], effects = strategy.on_timer(s.states[owner], key, now)
-                if effects:
-                    self._apply(s, owner, strategy, effects, now)
-        finally:
-            s.deciding = False
-        if s.later:
-            s.settle(now)
+                s.idle, effects = idle_fired(s.idle)
+                self._apply(s, IDLE_OWNER, None, effects, now)
+            elif owner.kind == MUTE_OWNER.kind and owner.place < len(self.mute):
+                i = owner.place
+                s.mute_states[i], effects = self.mute[i].on_timer(s.mute_states[i], key, now)
+                self._apply(s, owner, None, effects, now)
+                self._mute_verdict(s, now)
+        elif isinstance(owner, int) and 0 <= owner < len(s.controller.strategies):
+            strategy = s.controller.strategies[owner]
+            s.states[owner], effects = strategy.on_timer(s.states[owner], key, now)
+            if effects:
+                self._apply(s, owner, strategy, effects, now)
 
     def on_result(self, s: TurnState, owner: int, key: str, value: Any, now: float) -> None:
         """A strategy's resource call came back (``value`` may be an exception).
@@ -774,222 +649,11 @@ class TurnMachine:
         if s.deciding:
             s.later.append((owner, key, value))
             return
-        if not 0 <= owner < len(s.controller.strategies):
-            return
-        s.deciding = True
-        try:
-            strategy = s.controller.strategies[owner]
-            s.states[owner], effects = strategy.on_result(s.states[owner], key, value, now)
-            if effects:
-                self._apply(s, owner, strategy, effects, now)
-        finally:
-            s.deciding = False
-        if s.later:
-            s.settle(now)
+        if 0 <= owner < len(s.controller.strategies):
+            self._decision(s, now, self._result, s, owner, key, value, now)
 
-
-_NEVER = -math.inf
-_NO_ROUTE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
-_TURN_FRAMES: frozenset[type[Frame]] = frozenset({UserStartedSpeakingFrame, UserStoppedSpeakingFrame})
-"""Announced turns from elsewhere: when a strategy adopts them, the idle watch follows the adopted turn."""
-_IDLE_INPUT: frozenset[type[Frame]] = IDLE_TYPES | SPEECH_TYPES
-"""What the idle watch sees of the frames handed in (the user's voice pauses it)."""
-
-
-class TurnState:
-    """One session's turn: everything the machine remembers between inputs (mutable, never shared).
-
-    Attributes a reader may want: ``open`` (a turn is open), ``speaking``
-    (the user is speaking, as far as the strategies know), ``muted``,
-    ``bot_speaking``, ``interrupted_bot`` (the open turn cut the bot off),
-    ``answered_at`` (when the last turn with words ended), ``recoverable_until``
-    (until when resumed speech reopens that turn), ``idle``
-    (:class:`~rxvoice.turns.IdleState`), ``states`` (each strategy's).
-    """
-
-    __slots__ = (
-        "answered_at", "bot_speaking", "controller", "deciding", "ended", "ended_at", "idle", "interrupted_bot",
-        "last_activity", "later", "machine", "mute_announced", "mute_states", "muted", "open", "port",
-        "recoverable_until", "speaking", "speech_since", "started_at", "states", "vad_seen", "watchdog_armed", "words",
-    )
-
-    def __init__(self, machine: TurnMachine, port: TurnPort, words: Words) -> None:
-        self.machine = machine
-        self.port = port
-        self.words = words
-        self.controller = machine.controller
-        self.states: list[Any] = machine.controller.initial()
-        self.open = False
-        self.speaking = False
-        self.last_activity = 0.0
-        self.watchdog_armed = False
-        self.mute_states: list[Any] = [m.initial() for m in machine.mute]
-        self.muted = any(m.muted(st) for m, st in zip(machine.mute, self.mute_states, strict=True))
-        self.mute_announced = not self.muted
-        self.idle = IdleState(timeout=float(machine.turns.idle_timeout or 0.0))
-        self.answered_at: float | None = None
-        self.ended_at = 0.0
-        self.recoverable_until = _NEVER
-        self.started_at: float | None = None
-        self.speech_since = False
-        self.vad_seen = False
-        self.bot_speaking = False
-        self.interrupted_bot = False
-        self.ended = False
-        self.deciding = False
-        self.later: list[tuple[int, str, Any]] = []
-
-    @property
-    def user_speaking(self) -> bool:
-        """The user is speaking, as far as the strategies know."""
-        return self.speaking
-
-    def settle(self, now: float) -> None:
-        """Handle the results that came back while deciding (inline resource calls), in order."""
-        while self.later and not self.deciding:
-            owner, key, value = self.later.pop(0)
-            self.machine.on_result(self, owner, key, value, now)
-
-
-# -- the machine as a scan ----------------------------------------------------------------------------
-
-
-class TimerFired(NamedTuple):
-    """An input for :func:`turn_step`: timer ``(owner, key)`` fired at ``time``."""
-
-    owner: int
-    key: str
-    time: float
-
-
-class ResultBack(NamedTuple):
-    """An input for :func:`turn_step`: a resource call of strategy ``owner`` came back at ``time``."""
-
-    owner: int
-    key: str
-    value: Any
-    time: float
-
-
-class RecordingPort:
-    """A :class:`TurnPort` that records every call as a tuple: ``("emit", frame, direction)``, ...
-
-    Inline resource calls run on ``resources`` (one per strategy, ``None``
-    by default) and their results come back at once; off-session calls are
-    only recorded (feed their results back yourself).
-    """
-
-    def __init__(self, machine: TurnMachine | None = None, *, listening: bool = True,
-                 resources: Sequence[Any] = ()) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-        self.listening = listening
-        self.resources = list(resources)
-        self.machine = machine
-        self.state: TurnState | None = None
-        self.now = 0.0
-
-    def emit(self, frame: Frame, direction: Direction) -> None:
-        self.calls.append(("emit", frame, direction))
-
-    def arm(self, owner: int, key: str, delay: float) -> None:
-        self.calls.append(("arm", owner, key, delay))
-
-    def disarm(self, owner: int, key: str) -> None:
-        self.calls.append(("disarm", owner, key))
-
-    def disarm_all(self) -> None:
-        self.calls.append(("disarm_all",))
-
-    def call(self, owner: int, key: str | None, fn: Callable[[Any], Any], offload: bool) -> None:
-        self.calls.append(("call", owner, key, offload))
-        if offload:
-            return
-        resource = self.resources[owner] if 0 <= owner < len(self.resources) else None
-        try:
-            value = fn(resource)
-        except Exception as exc:
-            value = exc
-        if key is not None and self.machine is not None and self.state is not None:
-            self.machine.on_result(self.state, owner, key, value, self.now)
-
-    def listens(self, name: str) -> bool:
-        return self.listening
-
-    def event(self, name: str, payload: Any = None) -> None:
-        self.calls.append(("event", name, payload))
-
-    def callback(self, fn: Callable[[Any], Any]) -> None:
-        self.calls.append(("callback", fn))
-
-    def use(self, controller: TurnController) -> None:
-        self.calls.append(("use", controller))
-
-    def take(self) -> list[tuple[Any, ...]]:
-        """The calls recorded since the last take."""
-        calls, self.calls = self.calls, []
-        return calls
-
-
-@dataclass(frozen=True)
-class TurnScan:
-    """The accumulator of :func:`turn_step`: what one step did.
-
-    ``calls`` are the port calls the step made and ``open`` whether a turn
-    was open after it; ``state`` is the session's live state (it goes on
-    changing with the next steps).
-    """
-
-    state: TurnState
-    port: RecordingPort
-    calls: tuple[tuple[Any, ...], ...] = ()
-    open: bool = False
-
-
-def turn_step(machine: TurnMachine) -> Callable[[TurnScan, Any], TurnScan]:
-    """The machine as a reactivex ``scan`` accumulator.
-
-    Items are ``Timestamp(frame, datetime)`` (from ``ops.timestamp()``),
-    ``(frame, seconds)`` pairs, :class:`TimerFired` or :class:`ResultBack`;
-    each step returns the accumulator with the calls that step made
-    (``("emit", frame, direction)``, ``("arm", owner, key, delay)``, ...).
-    Start it with :meth:`TurnMachine.scan_start`, per subscription (wrap in
-    ``reactivex.defer``, as ``ops.scan`` itself does, when the observable may
-    be subscribed twice). The fused path of the stages calls the very same
-    methods.
-    """
-
-    def step(acc: TurnScan, item: Any) -> TurnScan:
-        s = acc.state
-        port = acc.port
-        if isinstance(item, TimerFired):
-            port.now = item.time
-            machine.on_timer(s, item.owner, item.key, item.time)
-        elif isinstance(item, ResultBack):
-            port.now = item.time
-            machine.on_result(s, item.owner, item.key, item.value, item.time)
-        else:
-            frame, at = _timed(item)
-            port.now = at
-            t = type(frame)
-            if t is StartFrame:
-                port.emit(frame, DOWN)
-                machine.start(s, frame, at)
-            elif t in machine.handled_with(s.controller):
-                machine.on_frame(s, frame, DOWN, at)
-            else:
-                port.emit(frame, DOWN)
-        return TurnScan(s, port, tuple(port.take()), s.open)
-
-    return step
-
-
-def _timed(item: Any) -> tuple[Frame, float]:
-    value = getattr(item, "value", None)
-    stamp = getattr(item, "timestamp", None)
-    if isinstance(value, Frame) and stamp is not None:
-        seconds = stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp)
-        return value, seconds
-    frame, at = item
-    if not isinstance(frame, Frame) or not math.isfinite(float(at)):
-        raise TypeError(f"turn_step takes timestamped frames, TimerFired or ResultBack, got {item!r}")
-    return frame, float(at)
+    def _result(self, s: TurnState, owner: int, key: str, value: Any, now: float) -> None:
+        strategy = s.controller.strategies[owner]
+        s.states[owner], effects = strategy.on_result(s.states[owner], key, value, now)
+        if effects:
+            self._apply(s, owner, strategy, effects, now)

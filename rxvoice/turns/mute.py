@@ -38,8 +38,10 @@ __all__ = [
     "MuteState",
     "MuteStrategy",
     "MuteUntilFirstBotComplete",
+    "mute_see",
     "mute_step",
     "mute_types",
+    "mute_verdict",
 ]
 
 S = TypeVar("S")
@@ -200,18 +202,43 @@ def mute_types(strategies: Sequence[MuteStrategy[Any]]) -> frozenset[type[Frame]
     return out
 
 
+def mute_verdict(strategies: Sequence[MuteStrategy[Any]], states: Sequence[Any]) -> bool:
+    """Whether the user is muted: any strategy says so."""
+    return any(s.muted(st) for s, st in zip(strategies, states, strict=True))
+
+
+def mute_see(
+    strategies: Sequence[MuteStrategy[Any]], states: list[Any], frame: Frame, now: float
+) -> list[tuple[int, Effects]]:
+    """Every strategy that handles ``frame`` steps (``states`` updated in place, one session's list).
+
+    Returns the effects each asked for, by strategy index (timers to arm or
+    disarm: the turn machine carries them out, owned by that strategy).
+    """
+    t = type(frame)
+    asked: list[tuple[int, Effects]] = []
+    for i, strategy in enumerate(strategies):
+        if t in strategy.handles:
+            states[i], effects = strategy.step(states[i], frame, now)
+            if effects:
+                asked.append((i, effects))
+    return asked
+
+
 def mute_initial(strategies: Sequence[MuteStrategy[Any]]) -> MuteState:
     """The state a session starts with (muted if any strategy starts muted)."""
     states = tuple(s.initial() for s in strategies)
-    return MuteState(any(s.muted(st) for s, st in zip(strategies, states, strict=True)), states)
+    return MuteState(mute_verdict(strategies, states), states)
 
 
 def mute_step(
     strategies: Sequence[MuteStrategy[Any]], state: MuteState, frame: Frame, now: float = 0.0
 ) -> MuteState:
-    """Every strategy sees the frame; the user is muted if any of them says so (timers are not run here)."""
-    t = type(frame)
-    states = tuple(
-        s.step(st, frame, now)[0] if t in s.handles else st for s, st in zip(strategies, state.states, strict=True)
-    )
-    return MuteState(any(s.muted(st) for s, st in zip(strategies, states, strict=True)), states)
+    """:func:`mute_see` and :func:`mute_verdict` as one immutable step (the effects are dropped: no timers here).
+
+    The turn machine runs the same two functions; a strategy's timers run
+    only there (test timed rules through the machine).
+    """
+    states = list(state.states)
+    mute_see(strategies, states, frame, now)
+    return MuteState(mute_verdict(strategies, states), tuple(states))

@@ -23,6 +23,7 @@ __all__ = [
     "INFERENCE",
     "NOTHING",
     "RESET_AGGREGATION",
+    "USER_IDLE",
     "Analyze",
     "Arm",
     "Disarm",
@@ -37,6 +38,7 @@ __all__ = [
     "StopStrategy",
     "Strategy",
     "Touch",
+    "UserIdle",
     "stopped",
 ]
 
@@ -119,11 +121,19 @@ class Analyze(NamedTuple):
     fn: Callable[[Any], Any]
 
 
+@dataclass(frozen=True, slots=True)
+class UserIdle:
+    """The user said nothing for the idle timeout: raise ``on_user_turn_idle`` and call ``on_idle``."""
+
+
 HALT = Halt()
 INFERENCE = Inference()
 RESET_AGGREGATION = ResetAggregation()
+USER_IDLE = UserIdle()
 
-Effect: TypeAlias = Start | Inference | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Touch | Analyze
+Effect: TypeAlias = (
+    Start | Inference | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Touch | Analyze | UserIdle
+)
 Effects: TypeAlias = tuple[Effect, ...]
 
 NOTHING: Effects = ()

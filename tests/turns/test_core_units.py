@@ -22,11 +22,11 @@ from rxvoice.turns import (
     UserTurnStrategies,
     VADStart,
 )
-from rxvoice.turns.idle import IdleEffect, IdleState, idle_fired, idle_step
+from rxvoice.turns.idle import IdleState, idle_fired, idle_step
 from rxvoice.turns.late_tail import may_start
 from rxvoice.turns.machine import WATCHDOG, RecordingPort, TurnMachine, TurnState
-from rxvoice.turns.mute import mute_initial, mute_step
 from rxvoice.turns.recommend import recommended_controller
+from rxvoice.turns.strategy import USER_IDLE, Arm, Disarm
 
 VS = F.VADUserStartedSpeakingFrame(0.2)
 VE = F.VADUserStoppedSpeakingFrame(0.2)
@@ -70,8 +70,10 @@ class Words:
 class Bench:
     """A machine, its state and a recording port: feed frames and timers, read the decisions."""
 
-    def __init__(self, start: list[Any] | None, stop: list[Any] | None, stop_timeout: float = 5.0) -> None:
-        self.machine = TurnMachine(TurnsConfig(start=start, stop=stop, stop_timeout=stop_timeout, empty_turn=None))
+    def __init__(self, start: list[Any] | None, stop: list[Any] | None, stop_timeout: float = 5.0,
+                 mute: list[Any] | None = None) -> None:
+        self.machine = TurnMachine(
+            TurnsConfig(start=start, stop=stop, stop_timeout=stop_timeout, empty_turn=None, mute=mute or []))
         self.port = RecordingPort(self.machine)
         self.state = self.machine.open(self.port, Words(self.port))
         self.port.state = self.state
@@ -85,7 +87,7 @@ class Bench:
         self.machine.on_frame(self.state, frame, F.DOWN, now)
         return self.decisions()
 
-    def timer(self, owner: int, key: str, now: float) -> list[str]:
+    def timer(self, owner: Any, key: str, now: float) -> list[str]:
         self.port.now = now
         self.machine.on_timer(self.state, owner, key, now)
         return self.decisions()
@@ -225,11 +227,16 @@ def test_the_machine_is_a_scan_accumulator() -> None:
 
 
 def _mute_run(strategy: Any, frames: list[F.Frame]) -> list[bool]:
-    state = mute_initial([strategy])
+    """The user's mute state after each frame, as the turn machine itself decides it."""
+    return _muted([strategy], frames)
+
+
+def _muted(strategies: list[Any], frames: list[F.Frame]) -> list[bool]:
+    bench = Bench(None, None, mute=strategies)
     out = []
-    for f in frames:
-        state = mute_step([strategy], state, f)
-        out.append(state.muted)
+    for i, f in enumerate(frames):
+        bench.frame(f, 0.1 * i)
+        out.append(bench.state.muted)
     return out
 
 
@@ -263,7 +270,7 @@ def test_function_call_mute_tracks_call_ids() -> None:
 def test_mute_until_first_bot_complete() -> None:
     """Muted from the start until the first BE; an error before the bot ever spoke releases it."""
     s = MuteUntilFirstBotComplete()
-    assert mute_initial([s]).muted
+    assert Bench(None, None, mute=[s]).state.muted
     assert _mute_run(s, [BS, BE, BS]) == [True, False, False]
     assert _mute_run(s, [F.ErrorFrame(RuntimeError("tts down"))]) == [False]
     assert _mute_run(s, [BS, F.ErrorFrame(RuntimeError("x"))]) == [True, True]
@@ -272,11 +279,8 @@ def test_mute_until_first_bot_complete() -> None:
 def test_mute_is_the_or_of_the_strategies() -> None:
     """Any strategy asking for silence mutes the user."""
     strategies: list[Any] = [FirstSpeechUserMute(), FunctionCallUserMute()]
-    state = mute_initial(strategies)
-    state = mute_step(strategies, state, BS)
-    state = mute_step(strategies, state, F.FunctionCallsStartedFrame([F.FunctionCallFromLLM("f", "1", {})]))
-    state = mute_step(strategies, state, BE)
-    assert state.muted
+    call = F.FunctionCallsStartedFrame([F.FunctionCallFromLLM("f", "1", {})])
+    assert _muted(strategies, [BS, call, BE]) == [True, True, True]
 
 
 # -- idle ----------------------------------------------------------------------------------------
@@ -287,15 +291,18 @@ def _idle(frames: list[F.Frame], timeout: float = 0.2) -> tuple[IdleState, list[
     out: list[str] = []
     for f in frames:
         state, effects = idle_step(state, f)
-        out += [e.kind for e in effects]
+        out += [_KIND[type(e)] for e in effects]
     return state, out
+
+
+_KIND = {Arm: "arm", Disarm: "disarm"}
 
 
 def test_idle_arms_when_the_bot_stops() -> None:
     """BE arms the idle timer; the firing raises the event once (pipecat §8.71)."""
     state, out = _idle([BS, BE])
     assert out == ["disarm", "arm"]
-    assert idle_fired(state)[1] == (IdleEffect("fire"),)
+    assert idle_fired(state)[1] == (USER_IDLE,)
 
 
 def test_idle_never_arms_without_activity() -> None:
@@ -316,7 +323,7 @@ def test_idle_pauses_during_calls_and_resumes_after_the_last() -> None:
     assert out == ["arm", "disarm"]
     assert idle_fired(state)[1] == ()
     state, effects = idle_step(state, F.FunctionCallCancelFrame("f", "2"))
-    assert [e.kind for e in effects] == ["arm"]
+    assert effects == (Arm("idle", 0.2),)
 
 
 def test_idle_calls_before_the_bot_spoke_never_fire() -> None:
@@ -349,9 +356,9 @@ def test_idle_update_arms_while_waiting() -> None:
     """A timeout update while waiting arms the timer with the new duration; 0 disarms it (seed §4.2)."""
     state, _ = _idle([BS, BE], timeout=0.0)
     state, effects = idle_step(state, F.UserIdleTimeoutUpdateFrame(1.5))
-    assert effects == (IdleEffect("arm", 1.5),)
+    assert effects == (Arm("idle", 1.5),)
     state, effects = idle_step(state, F.UserIdleTimeoutUpdateFrame(0))
-    assert effects == (IdleEffect("disarm"),)
+    assert effects == (Disarm("idle"),)
 
 
 # -- late tail, recommendations ------------------------------------------------------------------
@@ -380,3 +387,39 @@ def test_recommendation_applies_only_when_nothing_is_pinned() -> None:
     assert recommended_controller(default, c, F.STTMetadataFrame("stt", user_turn_strategies="external")) is None
     assert recommended_controller(default, c, F.STTMetadataFrame("stt", user_turn_strategies=UserTurnStrategies(
         start=[]))) is None
+
+
+def test_a_timed_mute_runs_on_the_machines_own_named_timers() -> None:
+    """A mute strategy's timers are owned by it (mute_owner(i)), fired back into the machine, which unmutes."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from rxvoice.turns import MuteStrategy
+    from rxvoice.turns.machine import IDLE_OWNER
+    from rxvoice.turns.port import mute_owner
+    from rxvoice.turns.strategy import NOTHING, Effects
+
+    @dataclass(frozen=True)
+    class Opening(MuteStrategy[bool]):
+        handles: ClassVar[frozenset[type[F.Frame]]] = frozenset({F.BotStartedSpeakingFrame})
+
+        def initial(self) -> bool:
+            return False
+
+        def step(self, muted: bool, frame: F.Frame, now: float) -> tuple[bool, Effects]:
+            return True, (Arm("opening", 2.0),)
+
+        def on_timer(self, muted: bool, key: str, now: float) -> tuple[bool, Effects]:
+            return False, NOTHING
+
+        def muted(self, state: bool) -> bool:
+            return state
+
+    b = Bench(None, None, mute=[FunctionCallUserMute(), Opening()])
+    b.frame(BS, 0.0)
+    assert ("arm", mute_owner(1), "opening", 2.0) in b.last and b.state.muted
+    b.timer(mute_owner(1), "opening", 2.0)
+    assert not b.state.muted and ("emit", F.UserMuteStoppedFrame(), F.DOWN) in b.last
+    b.frame(BE, 2.5)
+    assert ("arm", IDLE_OWNER, "idle", 0.0) not in b.last  # no idle timeout configured: nothing armed
+    assert WATCHDOG != IDLE_OWNER != mute_owner(0)

@@ -180,23 +180,19 @@ class _DetectorSession(TurnShell):
             self.now = now = self.clock()
             self.machine.sees(self.turn, frame, now)
         elif t is StartFrame:
-            self.now = now = self.clock()
-            rate = getattr(frame, "audio_in_sample_rate", None)
-            if isinstance(rate, int) and rate > 0:
-                self.sample_rate = rate
-            self.machine.start(self.turn, frame, now)
+            self.start_session(frame, direction, passed=True)
         elif t is EndFrame or t is CancelFrame:
-            self.now = now = self.clock()
-            self.machine.end(self.turn, now)
+            self.end_session(frame, direction, passed=True)
 
     def on_vad(self, frame: Frame) -> None:
         """A VAD start or stop: the machine passes it on and decides."""
         if type(frame) is VADUserStartedSpeakingFrame:
             self._complete_verdict = False  # a verdict from before this speech decides nothing now
-        self.now = now = self.clock()
-        self.machine.on_frame(self.turn, frame, DOWN, now)
+        self.feed(frame, DOWN)
 
     def on_input_end(self, direction: Direction) -> None:
+        # The detector reports what its VAD decides: at the input's end the VAD closes the speech in
+        # progress, and the turn goes on as its stop strategy decides (the session's end is its end frame).
         if self.vad is not None:
             self.vad.on_input_end(direction)
 
