@@ -183,7 +183,7 @@ def test_a_folder_gives_a_table_with_a_progress_bar(with_model: Path, turns_fold
     rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith(("complete", "incomplete"))}
     assert len(rows) == 3
     # No transcript: Whisper's words, "so what i was thinking is that", an open "is that": waited out.
-    assert rows["incomplete__en-us__so_what_i_was_thinking_is_that.wav"].endswith("unfinished")
+    assert rows["incomplete__en-us__so_what_i_was_thinking_is_that.wav"].endswith(("unfinished", "unsure"))
     assert rows["complete__en-us__please_send_the_invoice_to_my_email_addr.wav"].endswith("model 0.99")
     assert "3 recordings; latency after speech" in r.out
     assert "3/3" in r.err and "done" in r.err
