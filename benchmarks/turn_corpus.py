@@ -5,7 +5,7 @@ out with sox and numpy, with a ``<name>.transcript.json`` beside each WAV in
 the format ``rxvoice eval`` and ``rxvoice turns`` read (segments with
 ``text``/``start``/``end``/``turn_end``, plus a ``meta`` object). Nothing is
 committed: the calls are generated into a cache folder, the same bytes for
-the same ``--seed`` and ``--calls`` on the same espeak-ng and sox.
+the same ``--series`` and ``--calls`` on the same espeak-ng and sox.
 
 What varies, so that no word list or timeout can learn it by heart:
 
@@ -22,7 +22,7 @@ What varies, so that no word list or timeout can learn it by heart:
   mid-turn pauses in four are spoken with a comma (espeak's "more to come"
   intonation, as a speaker's voice often says it), the others flat;
 * the voice (espeak-ng languages and variants), 130-200 words a minute,
-  pitch 25-75, speech level -18 to -36 dBFS RMS, seeded pink noise in about
+  pitch 25-75, speech level -18 to -36 dBFS RMS, drawn pink noise in about
   four calls of ten, a telephone band (300-3400 Hz through 8 kHz) in one of five.
 
 The split is fixed by rule, not by chance: the templates of each kind and the
@@ -35,7 +35,7 @@ call draws only from its split's templates and voices. Tune on ``tune``; report
     rxvoice eval "$(python benchmarks/turn_corpus.py --print report)"
 
 The cache is ``$RXVOICE_CORPUS_CACHE`` or ``~/.cache/rxvoice/turn-corpus``; a
-folder per version, seed and size (``v2-seed1-240/tune``, ``.../report``).
+folder per version, series and size (``v2-series1-240/tune``, ``.../report``).
 """
 
 from __future__ import annotations
@@ -293,7 +293,7 @@ class Spoken:
 
 @dataclass(frozen=True)
 class CallSpec:
-    """Everything a call is made from (all drawn from the seed)."""
+    """Everything a call is made from (all drawn from the series)."""
 
     name: str
     split: str
@@ -303,7 +303,7 @@ class CallSpec:
     level_dbfs: float
     noise_dbfs: float | None
     telephone: bool
-    seed: int
+    series: int
     segments: tuple[Spoken, ...]
 
 
@@ -364,10 +364,10 @@ def _written(part: str, last: bool, reading: bool, comma: bool) -> str:
     return part + ("," if reading or comma else "")
 
 
-def call_spec(index: int, seed: int) -> CallSpec:
-    """The ``index``-th call of the corpus made with ``seed`` (its split by :func:`split_of`)."""
+def call_spec(index: int, series: int) -> CallSpec:
+    """The ``index``-th call of the corpus made with ``series`` (its split by :func:`split_of`)."""
     split = split_of(index)
-    rng = random.Random(f"{seed}:{index}")
+    rng = random.Random(f"{series}:{index}")
     pauses = {k: _mine(v, split) for k, v in PAUSES.items()}
     ends = {k: _mine(v, split) for k, v in ENDS.items()}
     voice = rng.choice(_mine(VOICES, split))
@@ -393,7 +393,7 @@ def call_spec(index: int, seed: int) -> CallSpec:
     level = -35.0 if rng.random() < 0.15 else round(rng.uniform(-30.0, -18.0), 1)
     return CallSpec(
         name=f"c{index:04d}", split=split, voice=voice, wpm=rng.randint(130, 200), pitch=rng.randint(25, 75),
-        level_dbfs=level, noise_dbfs=noise, telephone=rng.random() < 0.2, seed=rng.randrange(2**31),
+        level_dbfs=level, noise_dbfs=noise, telephone=rng.random() < 0.2, series=rng.randrange(2**31),
         segments=tuple(segments),
     )
 
@@ -446,7 +446,7 @@ def _telephone(samples: np.ndarray, tmp: Path) -> np.ndarray:
 
 def make_call(spec: CallSpec, folder: Path) -> Path:
     """Write ``<name>.wav`` and ``<name>.transcript.json`` into ``folder``; returns the WAV."""
-    rng = np.random.default_rng(spec.seed)
+    rng = np.random.default_rng(spec.series)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         parts = [np.zeros(round(0.5 * RATE))]
@@ -488,13 +488,13 @@ def cache_root() -> Path:
     return base / "rxvoice" / "turn-corpus"
 
 
-def corpus_dir(calls: int, seed: int, root: Path | None = None) -> Path:
-    return (root or cache_root()) / f"v{VERSION}-seed{seed}-{calls}"
+def corpus_dir(calls: int, series: int, root: Path | None = None) -> Path:
+    return (root or cache_root()) / f"v{VERSION}-series{series}-{calls}"
 
 
 def _make(job: tuple[int, int, str]) -> str:
-    index, seed, folder = job
-    spec = call_spec(index, seed)
+    index, series, folder = job
+    spec = call_spec(index, series)
     return str(make_call(spec, Path(folder) / spec.split))
 
 
@@ -508,38 +508,38 @@ def fingerprint(folder: Path) -> str:
     return h.hexdigest()
 
 
-def generate(calls: int = 240, seed: int = 1, *, root: Path | None = None, jobs: int = 1,
+def generate(calls: int = 240, series: int = 1, *, root: Path | None = None, jobs: int = 1,
              force: bool = False) -> Path:
     """Make the corpus (or find it made) and return its folder (``tune/`` and ``report/`` inside)."""
     if shutil.which("espeak-ng") is None or shutil.which("sox") is None:
         raise SystemExit("turn_corpus needs espeak-ng and sox on PATH (apt-get install espeak-ng sox)")
-    folder = corpus_dir(calls, seed, root)
+    folder = corpus_dir(calls, series, root)
     done = folder / "DONE"
     if done.is_file() and not force:
         return folder
     if folder.exists():
         shutil.rmtree(folder)
-    work = [(i, seed, str(folder)) for i in range(calls)]
+    work = [(i, series, str(folder)) for i in range(calls)]
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:
             list(pool.map(_make, work, chunksize=4))
     else:
         for job in work:
             _make(job)
-    done.write_text(json.dumps({"calls": calls, "seed": seed, "version": VERSION}) + "\n")
+    done.write_text(json.dumps({"calls": calls, "series": series, "version": VERSION}) + "\n")
     return folder
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=240, help="how many calls (half tune, half report; default 240)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--series", type=int, default=1)
     p.add_argument("--out", type=Path, help="the cache root (default: $RXVOICE_CORPUS_CACHE or ~/.cache/...)")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--force", action="store_true", help="make it again even if it is there")
     p.add_argument("--print", choices=SPLITS, help="print only that split's folder")
     args = p.parse_args(argv)
-    folder = generate(args.calls, args.seed, root=args.out, jobs=args.jobs, force=args.force)
+    folder = generate(args.calls, args.series, root=args.out, jobs=args.jobs, force=args.force)
     if args.print:
         print(folder / args.print)
     else:
