@@ -27,10 +27,10 @@ import soxr
 
 from rxvoice.cli.transcribe import transcribe
 from rxvoice.cli.wav import read_wav
+from rxvoice.pipeline import inline_offload
 from rxvoice.services.stt import PocketSphinxSTT, word_error_rate
 from rxvoice.services.tts import read_wav_pcm
 from rxvoice.testing import load_transcript
-from rxvoice.turns import inline_offload
 
 SENTENCES = [
     "I would like to book a table for two tonight.",

@@ -41,6 +41,7 @@ from ..frames import (
     LLMFullResponseStartFrame,
     LLMSummarizeContextFrame,
 )
+from ..pipeline.offload import shared_pool
 from ..pipeline.session import Session
 from ..pipeline.stage import Stage
 from ..summarization import (
@@ -53,11 +54,10 @@ from ..summarization import (
     messages_to_summarize,
     should_summarize,
 )
-from ..workers import shared_pool
 from .reports import EVENT_REQUEST_SUMMARIZATION, EVENT_SUMMARY_APPLIED, SummaryApplied
 
 if TYPE_CHECKING:
-    from .shell import StageShell
+    from ..pipeline.shell import StageShell
 
 __all__ = ["SUMMARIZER_EVENTS", "Summarizer", "SummarizerSession"]
 

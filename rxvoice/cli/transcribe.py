@@ -21,11 +21,10 @@ from reactivex.testing import TestScheduler
 from .. import frames as F
 from ..audio.vad import SileroVADAnalyzer, VADAnalyzer, VADParams, WebRTCVADAnalyzer
 from ..audio.vad_processor import VADProcessor
-from ..pipeline import pipeline
+from ..pipeline import inline_offload, pipeline
 from ..pipeline.session import Session
 from ..services.stt import PocketSphinxSTT, STTService, pocketsphinx_available
 from ..testing import FrameMarbles, Segment, Transcript
-from ..turns import inline_offload
 from ._common import CLIError
 from .wav import RATE, Recording
 

@@ -83,8 +83,8 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from ..pipeline.offload import Offload, default_offload
 from ..pipeline.processor import EventfulProcessor, Port
-from ..workers import Offload, default_offload
 from ._http import Answer, BoundedHTTP, split_credentials
 
 __all__ = [

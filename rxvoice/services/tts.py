@@ -80,9 +80,9 @@ from ..frames import (
     TTSStoppedFrame,
     TTSTextFrame,
 )
+from ..pipeline.offload import Offload, default_offload, inline_offload
 from ..pipeline.processor import EventfulProcessor, Port
 from ..text import SimpleTextAggregator
-from ..workers import Offload, default_offload, inline_offload
 from ._http import Answer, BoundedHTTP
 from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
 

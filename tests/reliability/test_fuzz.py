@@ -49,14 +49,13 @@ from rxvoice.aggregators import Pair
 from rxvoice.audio.vad import VADParams
 from rxvoice.context import IN_PROGRESS, LLMSpecificMessage
 from rxvoice.errors import RxVoiceError
-from rxvoice.pipeline import DOWN, UP, Direction
+from rxvoice.pipeline import DOWN, UP, Direction, SchedulerOffload
 from rxvoice.summarization import AutoSummarizationConfig, SummaryConfig
 from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, ToolCall
 from rxvoice.text import is_blank
 from rxvoice.turns import (
     AlwaysUserMute,
     FunctionCallUserMute,
-    SchedulerOffload,
     SpeechTimeoutStop,
     TurnAnalyzerStop,
     TurnsConfig,

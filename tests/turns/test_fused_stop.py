@@ -142,7 +142,8 @@ def test_out_of_range_parameters_are_refused_at_construction(kwargs: dict[str, o
 def test_fused_stop_in_the_aggregator_holds_unfinished_words() -> None:
     """The guide's diagram: "for" holds the turn although the model says complete; "please." ends it at once."""
     from rxvoice.aggregators import Pair
-    from rxvoice.turns import TurnsConfig, inline_offload
+    from rxvoice.pipeline import inline_offload
+    from rxvoice.turns import TurnsConfig
 
     from .helpers import marbles, times, users
 
