@@ -565,15 +565,9 @@ def _check_text(frame: TextFrame) -> None:
 def _check_text_flags(frame: TextFrame) -> None:
     """The three flags of every text frame are real bools (``skip_tts`` may be None): ``"no"`` is not false.
 
-    Built per token and per spoken word, so the common case is three identity tests.
+    Text frames are built per token and per spoken word: their ``__post_init__``
+    first tests the flags by identity, inline, and calls this only when one is off.
     """
-    skip: object = frame.skip_tts  # what a caller passed, whatever the annotation says
-    spaces: object = frame.includes_inter_frame_spaces
-    append: object = frame.append_to_context
-    if (spaces is True or spaces is False) and (append is True or append is False) and (
-        skip is None or skip is True or skip is False
-    ):
-        return
     _flag(frame, "skip_tts", optional=True)
     _flag(frame, "includes_inter_frame_spaces")
     _flag(frame, "append_to_context")
@@ -582,7 +576,12 @@ def _check_text_flags(frame: TextFrame) -> None:
 def _check_transcript(frame: TextFrame) -> None:
     """A text frame, and a transcript with nothing visible in it carries ``""`` (it holds no words)."""
     _check_text(frame)
-    _check_text_flags(frame)
+    skip: object = frame.skip_tts  # what a caller passed, whatever the annotation says
+    spaces: object = frame.includes_inter_frame_spaces
+    append: object = frame.append_to_context
+    if not ((spaces is True or spaces is False) and (append is True or append is False)
+            and (skip is None or skip is True or skip is False)):
+        _check_text_flags(frame)
     text = frame.text
     if text and is_blank(text):
         object.__setattr__(frame, "text", "")
@@ -604,7 +603,12 @@ class TextFrame(DataFrame):
 
     def __post_init__(self) -> None:
         _check_text(self)
-        _check_text_flags(self)
+        skip: object = self.skip_tts  # what a caller passed, whatever the annotation says
+        spaces: object = self.includes_inter_frame_spaces
+        append: object = self.append_to_context
+        if not ((spaces is True or spaces is False) and (append is True or append is False)
+                and (skip is None or skip is True or skip is False)):
+            _check_text_flags(self)
 
 
 @dataclass(frozen=True, slots=True)
