@@ -22,6 +22,7 @@ virtual seconds after it was asked for.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from reactivex import abc
 
 from .._seconds import check_seconds
 
-__all__ = ["Offload", "SchedulerOffload", "default_offload", "inline_offload", "shared_pool"]
+__all__ = ["Offload", "SchedulerOffload", "default_offload", "inline_offload", "loop_offload", "shared_pool"]
 
 Offload: TypeAlias = Callable[[Callable[[], Any]], "concurrent.futures.Future[Any]"]
 """Runs a job somewhere and returns a future of its result."""
@@ -117,3 +118,11 @@ def default_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
     return shared_pool().submit(job)
 
 
+def loop_offload(loop: asyncio.AbstractEventLoop) -> Offload:
+    """An offload for jobs that make a coroutine: the coroutine runs on ``loop`` (a model function written
+    ``async``), its outcome comes back as any other job's."""
+
+    def run(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(job(), loop)
+
+    return run

@@ -13,6 +13,17 @@ module is the one interpreter of that port for rxvoice's stages:
 * heavy calls go to the offload (one shared worker pool by default) and
   their results come back through the session's gate.
 
+The one failure rule of work off the session (:meth:`StageShell.submit`,
+:meth:`StageShell.enter`): its outcome always comes back as an input of the
+session, the value or the exception the job raised (an offload that refuses
+the job is that exception), after the step under way, unless the session
+closed or the work was cancelled; it is never raised into the stream. The
+stage turns a failure into its typed error and reports it once through
+:meth:`StageShell.failed` (logged, ``on_error``, an ``ErrorFrame`` upstream),
+or hands it to the core that asked (a turn strategy's verdict). Every
+service's session (speech-to-text, text-to-speech, the model, the
+summarizer) and every turn stage runs on this shell.
+
 :class:`TurnShell` adds what a stage running the turn machine needs: the
 strategies' per-session resources (opened lazily at the audio's rate) and a
 controller swapped on a service's recommendation.
@@ -26,8 +37,10 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar
 
+from reactivex import abc
+
 from ..context import LLMContext
-from ..errors import RxVoiceError
+from ..errors import RxVoiceError, ServiceError
 from ..events import NO_PAYLOAD, EventRegistry, contain
 from ..frames import DOWN, Direction, Frame, LLMContextFrame
 from ..turns.controller import TurnController
@@ -146,18 +159,25 @@ class StageShell:
 
     # -- work off the session -------------------------------------------------------------------
 
-    def submit(self, job: Callable[[], Any], deliver: Callable[[Any], None]) -> None:
-        """Run ``job`` on the offload; ``deliver(result or exception)`` inside the session afterwards."""
+    def submit(
+        self, job: Callable[[], Any], deliver: Callable[[Any], None], *, offload: Offload | None = None
+    ) -> concurrent.futures.Future[Any] | None:
+        """Run ``job`` on the offload (this one, else the shell's); ``deliver(result or exception)`` in the session.
+
+        Returns the job's future (cancel it to drop the outcome), or ``None``
+        when the offload refused the job: ``deliver`` then gets the refusal,
+        as a later input too. Nothing comes back once the session closed.
+        """
         if self.closed:
-            return
+            return None
         try:
-            future = self.offload(job)
-        except Exception as exc:  # a broken offload is the strategy's input, not the stream's end
+            future = (offload or self.offload)(job)
+        except Exception as exc:  # a broken or shut-down offload: the asker's input, not the stream's end
             log.warning("%s: the offload refused a job (%s)", self.stage.name, exc)
-            deliver(exc)
-            return
+            refused = exc
+            self.enter(lambda: deliver(refused))
+            return None
         self._futures.add(future)
-        port = self.port
 
         def done(f: concurrent.futures.Future[Any]) -> None:
             self._futures.discard(f)
@@ -165,9 +185,35 @@ class StageShell:
                 return
             error = f.exception()
             value: Any = error if error is not None else f.result()
-            port.inject_call(lambda: None if self.closed else deliver(value))
+            self.enter(lambda: deliver(value))
 
         future.add_done_callback(done)
+        return future
+
+    def enter(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` as an input of the session (from any thread), unless the session closed first."""
+        if not self.closed:
+            self.port.inject_call(lambda: None if self.closed else fn())
+
+    def later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
+        """Run ``fn()`` in the session after ``seconds`` of its scheduler's time (dispose to cancel; a session
+        that closes cancels them all)."""
+        return self.port.call_later(seconds, fn)
+
+    def failed(
+        self, error: BaseException, what: str, *, upstream: bool = True, wrap: bool = True
+    ) -> BaseException:
+        """Report work that failed, once: logged, raised as ``on_error``, sent upstream as an ``ErrorFrame``
+        (unless not ``upstream``). An error that is not rxvoice's is wrapped in a ``ServiceError`` naming
+        ``what`` (its cause kept), unless it is the application's own (``wrap=False``: a tool handler's
+        exception is reported as it was raised). Returns what was reported."""
+        typed = error if isinstance(error, RxVoiceError) or not wrap else ServiceError(
+            f"{self.stage.name}: {what} failed: {error!r}")
+        if typed is not error:
+            typed.__cause__ = error
+        if not self.closed:
+            self.port.report_error(typed, upstream=upstream)
+        return typed
 
     def close(self) -> None:
         """The session ends: no timer fires, no result comes back, async handlers get their grace."""

@@ -85,6 +85,7 @@ from ..frames import (
 )
 from ..pipeline.offload import Offload, default_offload
 from ..pipeline.processor import EventfulProcessor, Port
+from ..pipeline.shell import StageShell
 from ._http import Answer, BoundedHTTP, split_credentials
 
 __all__ = [
@@ -252,7 +253,6 @@ class STTService(EventfulProcessor):
         """A recognizer for one session (called on a worker: it may load a model)."""
 
     def open(self, port: Port) -> _STTSession:
-        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _STTSession(self, port)
 
 
@@ -277,12 +277,14 @@ class _STTSession:
     def __init__(self, stt: STTService, port: Port) -> None:
         self.stt = stt
         self.port = port
+        self.shell = StageShell(stt, port, stt.events, offload=stt.offload)  # events, work, timers, failures
         self.recognizer: Recognizer | None = None
         self.lock = threading.Lock()  # held by the worker running a job; close() never waits on it
         self.dead = False
         self.closed = False
         self.work: deque[_Work] = deque()
         self.inflight: concurrent.futures.Future[Any] | None = None
+        self.running: _Work | None = None  # the job whose outcome counts (a cancelled one's does not)
         self.utterance = False
         self.muted = False
         self.announced = False
@@ -320,7 +322,7 @@ class _STTSession:
             self._announce()
         elif t is EndFrame:
             self._stop()
-            if self.inflight is None and not self.work:
+            if self.running is None and not self.work:
                 self.port.push_down(frame)
             else:
                 self.held_end = (frame, direction)  # after the last words
@@ -341,7 +343,7 @@ class _STTSession:
         if direction is not DOWN:
             return None
         self._stop()
-        if self.inflight is None and not self.work and self.held_end is None:
+        if self.running is None and not self.work and self.held_end is None:
             return None
         self.input_ended = True
         self._watch()
@@ -350,12 +352,9 @@ class _STTSession:
     def close(self) -> None:
         self.closed = True
         self._disarm()
-        if self.port.events is not None:
-            self.port.events.close()
+        self.shell.close()  # no outcome comes back, no timer fires, the events end
         self.work.clear()
-        if self.inflight is not None:
-            self.inflight.cancel()
-            self.inflight = None
+        self.inflight = self.running = None
         self.pre.clear()
         if self.recognizer is not None or not self.dead:
             try:
@@ -439,9 +438,7 @@ class _STTSession:
         """Forget the open utterance and the queued work (a cancel); a job in flight is ignored."""
         self.utterance = False
         self.work.clear()
-        if self.inflight is not None:
-            self.inflight.cancel()
-        self.inflight = None
+        self._cancel()
         self.held_end = None
         self._disarm()
         self.work.append(_Work(_FINISH))  # the recognizer starts clean; its words are dropped
@@ -453,7 +450,7 @@ class _STTSession:
         """(Re)arm the watchdog for the recognition the held end waits for now."""
         self._disarm()
         if self.held_end is not None or self.input_ended:
-            self.watchdog = self.port.call_later(self.stt.end_grace, self._give_up)
+            self.watchdog = self.shell.later(self.stt.end_grace, self._give_up)
 
     def _disarm(self) -> None:
         if self.watchdog is not None:
@@ -463,25 +460,21 @@ class _STTSession:
     def _give_up(self) -> None:
         """A recognition took longer than ``end_grace``: its words are lost (reported), the end goes on."""
         self.watchdog = None
-        pending = self.inflight is not None or bool(self.work)
+        pending = self.running is not None or bool(self.work)
         self.work.clear()
-        if self.inflight is not None:
-            self.inflight.cancel()
-            self.inflight = None
+        self._cancel()
         if pending:
-            error = ServiceError(
+            self.shell.failed(ServiceError(
                 f"{self.stt.name}: the recognizer took more than {self.stt.end_grace:g} s after the end; "
                 "the words still being recognized are lost", retryable=True,
-            )
-            log.warning("%s", error)
-            self.port.report_error(error)
+            ), "recognition")
         self._release()
         self.work.append(_Work(_FINISH))  # the recognizer starts clean for whatever comes after the end
         self._pump(silent=True)
 
     def _release(self) -> None:
         """Nothing is left to recognize: a held ``EndFrame`` goes on, then a held end of input."""
-        if self.inflight is not None or self.work:
+        if self.running is not None or self.work:
             self._watch()
             return
         self._disarm()
@@ -496,21 +489,23 @@ class _STTSession:
     # -- jobs ------------------------------------------------------------------------------
 
     def _pump(self, silent: bool = False) -> None:
-        if self.inflight is not None or not self.work or self.closed:
+        if self.running is not None or not self.work or self.closed:
             return
         head = self.work[0]
         if head.kind == _FEED and len(self.work) == 1 and len(head.audio) < self.min_feed:
             return  # wait for more audio before the next guess
         self.work.popleft()
-        job = partial(self._run, head.kind, bytes(head.audio))
-        span = head.span
-        try:
-            future = self.stt.offload(job)
-        except RuntimeError as exc:  # the pool is shut down
-            self.port.report_error(ServiceError(f"{self.stt.name} cannot run its recognizer: {exc}"))
-            return
-        self.inflight = future
-        future.add_done_callback(partial(self._done, head.kind, span, silent))
+        self.running = head
+        future = self.shell.submit(partial(self._run, head.kind, bytes(head.audio)),
+                                   partial(self._result, head, silent))
+        if self.running is head:
+            self.inflight = future
+
+    def _cancel(self) -> None:
+        """Drop the job in flight: its outcome no longer counts."""
+        if self.inflight is not None:
+            self.inflight.cancel()
+        self.inflight = self.running = None
 
     def _run(self, kind: int, audio: bytes) -> str | None:
         """On the worker: one call of the recognizer."""
@@ -536,32 +531,15 @@ class _STTSession:
             except Exception:
                 log.exception("%s: closing the recognizer failed; contained", self.stt.name)
 
-    def _done(
-        self, kind: int, span: Utterance | None, silent: bool, future: concurrent.futures.Future[Any]
-    ) -> None:
-        """On the worker (or inline): hand the result to the session."""
-        if self.closed or future.cancelled():
-            return
-        self.port.session.run(self._enter, partial(self._result, future, kind, span, silent))
-
-    def _enter(self, fn: Callable[[], None]) -> None:
-        if not self.closed:
-            self.port.inject_call(fn)
-
-    def _result(
-        self, future: concurrent.futures.Future[Any], kind: int, span: Utterance | None, silent: bool
-    ) -> None:
-        if future is not self.inflight:
+    def _result(self, work: _Work, silent: bool, outcome: Any) -> None:
+        """A recognition came back (inside the session): its words, or its failure (reported; the session goes on)."""
+        if work is not self.running:
             return  # cancelled meanwhile
-        self.inflight = None
-        error = future.exception()
-        if error is not None:
-            if not isinstance(error, RxVoiceError):
-                error = ServiceError(f"{self.stt.name}: the recognizer failed: {error!r}")
-            log.warning("%s: %s (the utterance's words are lost; the session goes on)", self.stt.name, error)
-            self.port.report_error(error)
+        self.inflight = self.running = None
+        if isinstance(outcome, BaseException):
+            self.shell.failed(outcome, "the recognizer")
         elif not silent:
-            self._emit(kind, future.result(), span)
+            self._emit(work.kind, outcome, work.span)
         self._pump()
         if self.held_end is not None or self.input_ended:
             self._release()
@@ -581,8 +559,7 @@ class _STTSession:
                 result=span, finalized=True,
             )
             self.port.push_down(frame)
-            if self.port.events is not None:
-                self.port.events.emit("on_transcription", frame)
+            self.shell.event("on_transcription", frame)
         elif text and text != self.last_interim and (self.utterance or self.work):
             self.last_interim = text
             self.port.push_down(InterimTranscriptionFrame(

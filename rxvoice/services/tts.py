@@ -49,7 +49,7 @@ import shutil
 import subprocess
 from abc import abstractmethod
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -57,7 +57,7 @@ from typing import Any
 from reactivex import abc
 
 from .._seconds import check_seconds
-from ..errors import ConfigurationError, RxVoiceError, ServiceError
+from ..errors import ConfigurationError, ServiceError
 from ..events import EventRegistry
 from ..frames import (
     DOWN,
@@ -82,6 +82,7 @@ from ..frames import (
 )
 from ..pipeline.offload import Offload, default_offload, inline_offload
 from ..pipeline.processor import EventfulProcessor, Port
+from ..pipeline.shell import StageShell
 from ..text import SimpleTextAggregator
 from ._http import Answer, BoundedHTTP
 from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
@@ -204,7 +205,6 @@ class TTSService(EventfulProcessor):
         """Speak ``text`` (runs on ``offload``; may block)."""
 
     def open(self, port: Port) -> _TTSSession:
-        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _TTSSession(self, port)
 
 
@@ -235,6 +235,7 @@ class _TTSSession:
     def __init__(self, tts: TTSService, port: Port) -> None:
         self.tts = tts
         self.port = port
+        self.shell = StageShell(tts, port, tts.events, offload=tts.offload)  # events, work, timers, failures
         self.aggregator = SimpleTextAggregator()
         self.append = True
         self.queue: deque[_Unit | tuple[Frame, Direction]] = deque()
@@ -299,8 +300,7 @@ class _TTSSession:
         self.closed = True
         self._disarm()
         self._stop_all()
-        if self.port.events is not None:
-            self.port.events.close()
+        self.shell.close()
 
     # -- text ---------------------------------------------------------------------------
 
@@ -344,42 +344,25 @@ class _TTSSession:
         else:
             return
         self.synthesizing = unit
-        try:
-            future = self.tts.offload(partial(self.tts.synthesize, unit.text))
-        except RuntimeError as exc:
-            future = concurrent.futures.Future()
-            future.set_exception(exc)
-        unit.future = future
-        future.add_done_callback(partial(self._synthesized, unit))
+        unit.future = self.shell.submit(partial(self.tts.synthesize, unit.text), partial(self._ready, unit))
         self._watch()
 
-    def _synthesized(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
-        if self.closed or future.cancelled():
-            return
-        self.port.session.run(self._enter, partial(self._ready, unit, future))
-
-    def _enter(self, fn: Callable[[], None]) -> None:
-        if not self.closed:
-            self.port.inject_call(fn)
-
-    def _ready(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
+    def _ready(self, unit: _Unit, outcome: Any) -> None:
+        """A synthesis came back (inside the session): its speech, or its failure (reported, not spoken)."""
         if unit is not self.synthesizing:
             return  # interrupted meanwhile
         self.synthesizing = None
         if self.watched is unit:
             self._disarm()
-        error = future.exception()
-        if error is None and not isinstance(future.result(), Speech):
-            error = ServiceError(f"{self.tts.name}.synthesize returned {future.result()!r}, not a Speech")
-        if error is not None:
-            if not isinstance(error, RxVoiceError):
-                error = ServiceError(f"{self.tts.name}: synthesis failed: {error!r}")
-            log.warning("%s: %s; %r is not spoken", self.tts.name, error, unit.text[:60])
-            self.port.report_error(error)
+        if not isinstance(outcome, BaseException | Speech):
+            outcome = ServiceError(f"{self.tts.name}.synthesize returned {outcome!r}, not a Speech")
+        if isinstance(outcome, BaseException):
+            error = self.shell.failed(outcome, "synthesis")
+            log.info("%s: %r is not spoken (%s)", self.tts.name, unit.text[:60], error)
             with contextlib.suppress(ValueError):
                 self.queue.remove(unit)
         else:
-            unit.speech = future.result()
+            unit.speech = outcome
         self._synthesize_next()
         self._play()
 
@@ -393,7 +376,7 @@ class _TTSSession:
         self._disarm()
         if unit is not None and (self.end_queued or self.input_ended):
             self.watched = unit
-            self.watchdog = self.port.call_later(self.tts.end_grace, partial(self._give_up, unit))
+            self.watchdog = self.shell.later(self.tts.end_grace, partial(self._give_up, unit))
 
     def _disarm(self) -> None:
         self.watched = None
@@ -409,12 +392,10 @@ class _TTSSession:
         self.synthesizing = None
         if unit.future is not None:
             unit.future.cancel()
-        error = ServiceError(
+        self.shell.failed(ServiceError(
             f"{self.tts.name}: synthesizing {unit.text[:60]!r} took more than {self.tts.end_grace:g} s after "
             "the end; it is not spoken", retryable=True,
-        )
-        log.warning("%s", error)
-        self.port.report_error(error)
+        ), "synthesis")
         with contextlib.suppress(ValueError):
             self.queue.remove(unit)
         self._synthesize_next()
@@ -462,8 +443,7 @@ class _TTSSession:
             port.push_up(started)
         self.playing = unit
         unit.started = port.time()
-        if port.events is not None:
-            port.events.emit("on_speech_started", unit.text)
+        self.shell.event("on_speech_started", unit.text)
         self._tick()
 
     def _tick(self) -> None:
@@ -500,7 +480,7 @@ class _TTSSession:
         if unit.chunk * step < len(audio):
             times.append(unit.chunk * step / (2 * speech.sample_rate) - tts.lead)
         wait = max(_SLACK, min(times) - elapsed)
-        unit.timer = self.port.call_later(wait, self._tick)
+        unit.timer = self.shell.later(wait, self._tick)
 
     def _speech_over(self, interrupted: bool) -> None:
         port = self.port
@@ -512,8 +492,7 @@ class _TTSSession:
             stopped = BotStoppedSpeakingFrame()
             port.push_down(stopped)
             port.push_up(stopped)
-            if port.events is not None:
-                port.events.emit("on_speech_stopped", interrupted)
+            self.shell.event("on_speech_stopped", interrupted)
 
     def _drop_units(self) -> None:
         if self.playing is not None and self.playing.timer is not None:
