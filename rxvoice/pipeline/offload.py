@@ -32,7 +32,10 @@ from reactivex import abc
 
 from .._seconds import check_seconds
 
-__all__ = ["Offload", "SchedulerOffload", "default_offload", "inline_offload", "loop_offload", "shared_pool"]
+__all__ = [
+    "LazyPool", "Offload", "SchedulerOffload", "default_offload", "inline_offload", "io_offload", "loop_offload",
+    "shared_pool",
+]
 
 Offload: TypeAlias = Callable[[Callable[[], Any]], "concurrent.futures.Future[Any]"]
 """Runs a job somewhere and returns a future of its result."""
@@ -90,9 +93,34 @@ class SchedulerOffload:
         return future
 
 
-_POOL: concurrent.futures.ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-_POOL_WORKERS = 4
+class LazyPool:
+    """A thread pool of ``workers`` threads named ``prefix-*``, made on first use and then shared (thread-safe)."""
+
+    __slots__ = ("_lock", "_pool", "prefix", "workers")
+
+    def __init__(self, workers: int, prefix: str) -> None:
+        self.workers = workers
+        self.prefix = prefix
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> concurrent.futures.ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                pool = self._pool
+                if pool is None:
+                    pool = concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix=self.prefix)
+                    self._pool = pool
+        return pool
+
+    def submit(self, job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        """Run ``job`` on the pool (an offload)."""
+        return self().submit(job)
+
+
+_SHARED = LazyPool(4, "rxvoice-worker")
+_IO = LazyPool(16, "rxvoice-io")
 
 
 def shared_pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -103,14 +131,7 @@ def shared_pool() -> concurrent.futures.ThreadPoolExecutor:
     end-of-turn verdict. Each stage keeps at most one job of a kind in
     flight per session.
     """
-    global _POOL
-    pool = _POOL
-    if pool is None:
-        with _POOL_LOCK:
-            pool = _POOL
-            if pool is None:
-                pool = _POOL = concurrent.futures.ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="rxvoice-worker")
-    return pool
+    return _SHARED()
 
 
 def default_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -126,3 +147,13 @@ def loop_offload(loop: asyncio.AbstractEventLoop) -> Offload:
         return asyncio.run_coroutine_threadsafe(job(), loop)
 
     return run
+
+
+def io_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    """Run ``job`` on rxvoice's I/O threads (16, shared): the default offload of stages that wait on the network.
+
+    Waiting for an HTTP answer costs no CPU, so it does not belong on the
+    compute workers of :func:`shared_pool`, where it would hold up end-of-turn
+    verdicts.
+    """
+    return _IO.submit(job)

@@ -35,7 +35,7 @@ import concurrent.futures
 import contextvars
 import logging
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from reactivex import abc
 
@@ -50,12 +50,26 @@ from .deadline import Deadlines
 from .offload import Offload, default_offload
 from .processor import EventfulProcessor, Port, Processor
 
-__all__ = ["RUNNING", "StageShell", "TurnShell", "TurnStage"]
+__all__ = ["RUNNING", "ServiceStage", "StageShell", "TurnShell", "TurnStage"]
 
 log = logging.getLogger("rxvoice.pipeline.shell")
 
 RUNNING: contextvars.ContextVar[StageShell | None] = contextvars.ContextVar("rxvoice_running_shell", default=None)
 """The session whose event handler or callback is running (``stage.push`` goes through it)."""
+
+
+class ServiceStage(Protocol):
+    """What the session of a service reads of its stage, whatever the service: its name, events, offload, and
+    how long an end waits for its last piece of work."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def events(self) -> EventRegistry: ...
+    @property
+    def offload(self) -> Offload: ...
+    @property
+    def end_grace(self) -> float: ...
 
 
 class StageShell:

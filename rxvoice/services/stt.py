@@ -47,23 +47,21 @@ import concurrent.futures
 import io
 import json
 import logging
-import os
 import re
-import threading
 import wave
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from reactivex import abc
 
 from .._seconds import check_seconds
 from ..errors import ConfigurationError, ServiceError
 from ..events import EventRegistry
-from ..pipeline.offload import Offload, default_offload
+from ..pipeline.offload import LazyPool, Offload, default_offload
+from ..pipeline.offload import io_offload as io_offload
 from ..pipeline.processor import EventfulProcessor, Port
-from ._http import Answer, BoundedHTTP, split_credentials
+from ._http import Answer, BoundedHTTP, HTTPStage, http_error, need_httpx
 from .stt_session import _FINISH as _FINISH  # (with _STTSession: what a recognizer of its own builds on)
 from .stt_session import Recognizer, Utterance, _STTSession
 
@@ -119,27 +117,6 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
         for j, h in enumerate(hyp, 1):
             prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
     return row[-1] / len(ref)
-
-
-_IO_POOL: concurrent.futures.ThreadPoolExecutor | None = None
-_IO_LOCK = threading.Lock()
-
-
-def io_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-    """Run ``job`` on rxvoice's I/O threads (16, shared): the default offload of stages that wait on the network.
-
-    Waiting for an HTTP answer costs no CPU, so it does not belong on the two
-    compute workers of :func:`rxvoice.workers.shared_pool`, where it would hold
-    up end-of-turn verdicts.
-    """
-    global _IO_POOL
-    pool = _IO_POOL
-    if pool is None:
-        with _IO_LOCK:
-            pool = _IO_POOL
-            if pool is None:
-                pool = _IO_POOL = concurrent.futures.ThreadPoolExecutor(16, thread_name_prefix="rxvoice-io")
-    return pool.submit(job)
 
 
 def _positive(name: str, value: object) -> float:
@@ -243,7 +220,7 @@ class _SphinxRecognizer:
             self.decoder.end_utt()
 
 
-_STT_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_SPHINX = LazyPool(1, "rxvoice-stt")
 
 
 def sphinx_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -253,14 +230,7 @@ def sphinx_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
     it faster; on a thread of its own its queue never delays the end-of-turn
     verdicts waiting in :func:`rxvoice.workers.shared_pool`.
     """
-    global _STT_POOL
-    pool = _STT_POOL
-    if pool is None:
-        with _IO_LOCK:
-            pool = _STT_POOL
-            if pool is None:
-                pool = _STT_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rxvoice-stt")
-    return pool.submit(job)
+    return _SPHINX.submit(job)
 
 
 SPHINX_FAST = {"maxhmmpf": 3000, "beam": 1e-40, "wbeam": 1e-30}
@@ -414,18 +384,13 @@ class OpenAITranscriptionSTT(STTService):
         offload: Offload | None = None,
         **kwargs: Any,
     ) -> None:
-        need_httpx(self)
-        seconds = _positive("timeout", timeout)
         kwargs.setdefault("ttfs_p99_latency", 1.5)
-        kwargs.setdefault("end_grace", seconds + 1.0)
-        super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError(f"OpenAITranscriptionSTT needs a model name, got {model!r}")
-        self.model = model
-        self.base_url, self.headers, self.auth = _endpoint(base_url, api_key)
-        self.url = f"{self.base_url}/audio/transcriptions"
+        HTTPStage.stage_arguments(self, kwargs, timeout, offload)
+        super().__init__(**kwargs)
+        self.endpoint = HTTPStage(self.name, model, "audio/transcriptions", base_url, api_key, timeout)
+        self.model, self.base_url, self.url = self.endpoint.model, self.endpoint.base_url, self.endpoint.url
+        self.headers, self.auth, self.timeout = self.endpoint.headers, self.endpoint.auth, self.endpoint.timeout
         self.params = {k: str(v) for k, v in (params or {}).items()}
-        self.timeout = seconds
 
     def __repr__(self) -> str:
         return f"OpenAITranscriptionSTT({self.model!r}, base_url={self.base_url!r})"
@@ -434,37 +399,3 @@ class OpenAITranscriptionSTT(STTService):
         return _HTTPRecognizer(self)
 
 
-def need_httpx(stage: object) -> None:
-    """Raise a ``ConfigurationError`` naming the extra when httpx is missing (the HTTP speech stages need it)."""
-    import importlib.util
-
-    if importlib.util.find_spec("httpx") is None:
-        raise ConfigurationError(f"{type(stage).__name__} needs httpx: pip install 'rxvoice[openai]'")
-
-
-def http_error(who: str, status: int, body: str) -> ServiceError:
-    """The typed error for an HTTP error answer (retryable for 408, 429 and 5xx)."""
-    detail = " ".join(body.split())[:200]
-    return ServiceError(
-        f"{who} answered HTTP {status}: {detail or '(no body)'}", status=status,
-        retryable=status in (408, 429) or status >= 500,
-    )
-
-
-def _endpoint(
-    base_url: str | None, api_key: str | None
-) -> tuple[str, dict[str, str], tuple[str, str] | None]:
-    """The API root (without credentials), the auth header, and basic-auth credentials from the URL, checked."""
-    base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    parts = urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        shown = split_credentials(parts)[0] if parts.netloc else base
-        raise ConfigurationError(
-            f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {shown!r}"
-        )
-    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-    if not key and parts.hostname == "api.openai.com":
-        raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    root, auth = split_credentials(parts)
-    return root.rstrip("/"), headers, auth

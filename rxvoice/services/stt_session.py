@@ -23,7 +23,6 @@ from ..aggregators.reports import iso8601
 from ..audio.pcm import float_to_pcm16
 from ..audio.resample import StreamResampler
 from ..errors import RxVoiceError, ServiceError
-from ..events import EventRegistry
 from ..frames import (
     DOWN,
     CancelFrame,
@@ -39,9 +38,8 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from ..pipeline.offload import Offload
 from ..pipeline.processor import Port, Processor
-from ..pipeline.shell import StageShell
+from ..pipeline.shell import ServiceStage, StageShell
 
 __all__ = ["Recognizer", "Utterance"]
 
@@ -76,11 +74,9 @@ class Recognizer(Protocol):
         """The session ended: release what the recognizer holds."""
 
 
-class _Stage(Protocol):
+class _Stage(ServiceStage, Protocol):
     """What a session reads of its stage (an ``STTService``)."""
 
-    @property
-    def name(self) -> str: ...
     @property
     def sample_rate(self) -> int: ...
     @property
@@ -93,12 +89,6 @@ class _Stage(Protocol):
     def pre_roll(self) -> float: ...
     @property
     def ttfs_p99_latency(self) -> float: ...
-    @property
-    def end_grace(self) -> float: ...
-    @property
-    def offload(self) -> Offload: ...
-    @property
-    def events(self) -> EventRegistry: ...
 
     def new_recognizer(self) -> Recognizer: ...
 

@@ -56,8 +56,8 @@ from ..errors import ConfigurationError, ServiceError
 from ..events import EventRegistry
 from ..pipeline.offload import Offload, default_offload, inline_offload
 from ..pipeline.processor import EventfulProcessor, Port
-from ._http import Answer, BoundedHTTP
-from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
+from ._http import Answer, BoundedHTTP, HTTPStage, http_error
+from .stt import _positive
 from .tts_session import Speech, _TTSSession
 
 __all__ = [
@@ -324,7 +324,7 @@ class OpenAISpeechTTS(TTSService):
         timeout: Seconds each request may take as a whole (connecting,
             sending, waiting, reading the answer); past it the request is
             cancelled and reported (a retryable ``ServiceError``).
-        offload: Where the requests wait (default: the I/O threads, :func:`rxvoice.services.stt.io_offload`).
+        offload: Where the requests wait (default: the I/O threads, :func:`rxvoice.pipeline.io_offload`).
         **kwargs: As for :class:`TTSService` (``end_grace`` defaults to ``timeout`` plus a second).
 
     Raises:
@@ -347,19 +347,14 @@ class OpenAISpeechTTS(TTSService):
         offload: Offload | None = None,
         **kwargs: Any,
     ) -> None:
-        need_httpx(self)
-        seconds = _positive("timeout", timeout)
-        kwargs.setdefault("end_grace", seconds + 1.0)
-        super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError(f"OpenAISpeechTTS needs a model name, got {model!r}")
-        self.model = model
+        HTTPStage.stage_arguments(self, kwargs, timeout, offload)
+        super().__init__(**kwargs)
+        self.endpoint = HTTPStage(self.name, model, "audio/speech", base_url, api_key, timeout)
+        self.model, self.base_url, self.url = self.endpoint.model, self.endpoint.base_url, self.endpoint.url
+        self.headers, self.timeout = self.endpoint.headers, self.endpoint.timeout
         self.voice = voice
-        self.base_url, self.headers, auth = _endpoint(base_url, api_key)
-        self.url = f"{self.base_url}/audio/speech"
         self.params = dict(params or {})
-        self.timeout = seconds
-        self._http = BoundedHTTP("the speech server", seconds, auth)  # shared by the sessions
+        self._http = BoundedHTTP("the speech server", self.timeout, self.endpoint.auth)  # shared by the sessions
 
     def __repr__(self) -> str:
         return f"OpenAISpeechTTS({self.model!r}, base_url={self.base_url!r})"

@@ -20,7 +20,6 @@ from typing import Any, Protocol, cast
 from reactivex import abc
 
 from ..errors import ServiceError
-from ..events import EventRegistry
 from ..frames import (
     DOWN,
     AggregatedTextFrame,
@@ -42,9 +41,8 @@ from ..frames import (
     TTSStoppedFrame,
     TTSTextFrame,
 )
-from ..pipeline.offload import Offload
 from ..pipeline.processor import Port, Processor
-from ..pipeline.shell import StageShell
+from ..pipeline.shell import ServiceStage, StageShell
 from ..text import SimpleTextAggregator
 
 __all__ = ["Speech"]
@@ -62,21 +60,13 @@ class Speech:
     duration: float
 
 
-class _Stage(Protocol):
+class _Stage(ServiceStage, Protocol):
     """What a session reads of its stage (a ``TTSService``)."""
 
-    @property
-    def name(self) -> str: ...
     @property
     def chunk_secs(self) -> float: ...
     @property
     def lead(self) -> float: ...
-    @property
-    def end_grace(self) -> float: ...
-    @property
-    def offload(self) -> Offload: ...
-    @property
-    def events(self) -> EventRegistry: ...
 
     def synthesize(self, text: str) -> Speech: ...
 
