@@ -1,6 +1,6 @@
 """The turn machine: a user turn's whole life, from the first sound to the answer, in one place.
 
-Every stage that decides the user's turn runs this machine: the user
+Every stage that decides the user's turn runs the turn machine: the user
 aggregator (which also keeps the words), :class:`UserTurnProcessor` and the
 turn-taking detector (which only announce). Read top to bottom, this module
 is the life of a turn (its state, :class:`~rxvoice.turns.state.TurnState`,
