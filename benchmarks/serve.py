@@ -1,56 +1,112 @@
-"""`rxvoice serve` under load: N loopback WebSocket clients each stream the booking call in real time.
+"""`rxvoice serve` under load: N loopback WebSocket clients each stream a call in real time.
 
-The server runs in its own process (``rxvoice serve --port 0``, Silero VAD +
-Smart Turn, the scripted model, ``--tts paced`` so the bot side costs next to
-nothing), with PocketSphinx (``--stt pocketsphinx``) or without words
-(``--stt none``). Each client sends ``booking.wav`` in 20 ms chunks on a
-real-time schedule, then 3 s of silence, and measures, for each of the call's
-three labeled turn ends, the wall-clock time from the end of that speech (as
-sent) to the ``turn_end`` event coming back: the end of speech to turn
-decision, every lag included. The clients' starts are spread over
-``--stagger`` seconds (all at once, every call pauses at the same moment).
+The server runs in its own process (``rxvoice serve --port 0``: Silero VAD,
+the recommended Smart Turn stop, the scripted model, ``--tts paced`` so the
+bot side costs next to nothing), with the words from:
 
-A session is held in real time when its three turns all end, each within
-1.5 s of the end of speech; N is held when every session is. The table gives,
-per N: sessions held, the median and worst decision latency, and the server's
-CPU use.
+* ``--stt replay``: the call's transcript, sent by the client as finals
+  (``{"type": "transcript"}``, lower case, no punctuation) 0.3 s after each
+  segment ends: no STT cost, what a deployment with a cloud STT sees;
+* ``--stt pocketsphinx`` / ``--stt whisper``: the offline recognizer in the server;
+* ``--stt none``: placeholders at once.
 
-    python benchmarks/serve.py                 # N = 1 2 4 8 12, both STT settings
-    python benchmarks/serve.py --n 1 4 --stt none --runs 3
+Each client sends the call (default: the shared ``booking.wav``) in 20 ms
+chunks on a real-time schedule, then 3 s of silence, and measures for each
+labeled turn end the wall-clock time from the end of that speech (as sent) to
+the ``turn_end`` event: the end-of-speech → decision latency, every lag
+included. Starts are spread over ``--stagger`` seconds. A session is **held**
+when every one of its turn ends is decided within ``--held-within`` seconds
+(1.0). Per N the table gives sessions held, latency p50/p90/p99, the Smart
+Turn verdict time p50/p99 as the server measured it (ask → answer: what an
+inference backend adds shows here), the Smart Turn questions asked per call
+(answered or fallen back), fallbacks, the server's CPU (its process tree: the
+workers, a process pool, a local Ray instance), its memory
+per active session, and, measured before the load, the memory and CPU of an
+idle connection (``--idle`` connections opened and left silent).
+
+``--inference`` and ``--workers`` are passed to the server; ``--reconnect``
+runs each N twice, the second time with one more client reconnecting in a
+loop, and prints how far that moved the other sessions' p99.
+
+The last line is ``n=N held=H p50_s=… p90_s=… p99_s=… rss_idle_mb=…`` for the
+last configuration. Exact commands for the figures are in benchmarks/README.md.
+
+    python benchmarks/serve.py --n 8 16 24 --stt replay --runs 3
+    python benchmarks/serve.py --n 4 --stt pocketsphinx
+    python benchmarks/serve.py --n 24 --stt replay --inference ray
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
-import statistics
+import re
 import subprocess
 import sys
 import time
 import wave
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
-HELD_WITHIN = 1.5  # seconds from the end of speech to the decision
+REPLAY_DELAY = 0.3  # seconds after a segment's end its words arrive (--stt replay)
+SERVER_STT = {"replay": "client", "pocketsphinx": "pocketsphinx", "whisper": "whisper", "none": "none"}
 
 
 def shared() -> Path:
     for c in (os.environ.get("RXVOICE_SHARED", ""), "../shared", "/work/shared"):
         if c and (Path(c) / "audio").is_dir():
             return Path(c)
-    raise SystemExit("the shared fixtures were not found: set RXVOICE_SHARED")
+    raise SystemExit("the shared fixtures were not found: set RXVOICE_SHARED or give --wav")
 
 
-def start_server(stt: str, model: str | None) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "rxvoice.cli", "serve", "--port", "0", "--stt", stt, "--tts", "paced",
-               "--stop", "smart-turn"]
-    if model:
-        command += ["--model", model]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+@dataclass
+class Call:
+    pcm: bytes
+    segments: list[dict[str, Any]]
+
+    @property
+    def ends(self) -> list[float]:
+        return [s["end"] for s in self.segments if s["turn_end"]]
+
+    @property
+    def starts(self) -> list[float]:
+        return [s["start"] for s in self.segments]
+
+
+def load_call(wav: Path) -> Call:
+    with wave.open(str(wav)) as w:
+        pcm = w.readframes(w.getnframes())
+    segments = json.loads(wav.with_name(wav.stem + ".transcript.json").read_text())["segments"]
+    return Call(pcm, segments)
+
+
+def words_of(text: str) -> str:
+    """What an STT gives: lower case, no punctuation (the transcript's commas would leak the answer)."""
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+# -- the server ---------------------------------------------------------------------------------------------------
+
+
+def start_server(args: argparse.Namespace, stt: str) -> tuple[subprocess.Popen[str], int]:
+    command = [sys.executable, "-m", "rxvoice.cli", "serve", "--port", "0", "--stt", SERVER_STT[stt],
+               "--tts", "paced", "--stop", "smart-turn", "--max-sessions", "1000", "--inference", args.inference,
+               "--workers", str(args.workers)]
+    if args.model:
+        command += ["--model", args.model]
+    if args.ray_address:
+        command += ["--ray-address", args.ray_address]
+    if args.inference == "process-pool":
+        command += ["--inference-processes", str(args.inference_processes)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("OPENAI_BASE_URL", None)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert proc.stdout is not None
     for line in proc.stdout:
         if "open http://" in line:
@@ -58,85 +114,236 @@ def start_server(stt: str, model: str | None) -> tuple[subprocess.Popen[str], in
     raise SystemExit("rxvoice serve did not start")
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def client(port: int, pcm: bytes, ends: list[float], starts: list[float], delay: float = 0.0
-                 ) -> list[float | None]:
-    """Stream the call; the decision latency of each labeled end (None: no turn end in its window)."""
-    await asyncio.sleep(delay)
-    got: list[float] = []
-    async with aiohttp.ClientSession() as session, session.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
-        async def read() -> None:
-            async for msg in ws:
-                if msg.type == aiohttp.WSMsgType.TEXT and json.loads(msg.data).get("type") == "turn_end":
-                    got.append(time.monotonic())
-
-        reader = asyncio.create_task(read())
-        silence = b"\0" * (3 * 32000)
-        audio = pcm + silence
-        t0 = time.monotonic()
-        for i in range(0, len(audio), 640):
-            await ws.send_bytes(audio[i:i + 640])
-            delay = t0 + (i + 640) / 32000 - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        await asyncio.sleep(0.5)
-        await ws.close()
-        reader.cancel()
-    out: list[float | None] = []
-    for end in ends:
-        until = min([s for s in starts if s > end], default=end + 3.5)
-        hits = [g - t0 - end for g in got if end - 0.3 <= g - t0 <= until + HELD_WITHIN]
-        out.append(round(hits[0], 3) if hits else None)
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (worker processes, the process pool; not a Ray cluster's processes)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
     return out
 
 
-async def load(
-    port: int, n: int, pcm: bytes, ends: list[float], starts: list[float], stagger: float = 0.0
-) -> list[list[float | None]]:
-    """N clients, the i-th starting ``i * stagger / n`` seconds after the first."""
-    return list(await asyncio.gather(*(client(port, pcm, ends, starts, i * stagger / n) for i in range(n))))
+def cpu_seconds(pid: int) -> float:
+    total = 0.0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def rss_mb(pid: int) -> float:
+    total = 0.0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+    return total
+
+
+# -- the clients --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    latencies: list[float | None] = field(default_factory=list)
+    verdicts_ms: list[float] = field(default_factory=list)
+    fallbacks: int = 0
+
+
+async def client(port: int, call: Call, stt: str, delay: float, held_within: float) -> Session:
+    """Stream the call; the decision latency of each labeled end (None: no turn end in its window)."""
+    await asyncio.sleep(delay)
+    got: list[float] = []
+    result = Session()
+    async with aiohttp.ClientSession() as http, http.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
+        async def read() -> None:
+            async for msg in ws:
+                if msg.type != aiohttp.WSMsgType.TEXT:
+                    continue
+                event = json.loads(msg.data)
+                kind = event.get("type")
+                if kind == "turn_end":
+                    got.append(time.monotonic())
+                elif kind == "verdict":
+                    result.verdicts_ms.append(float(event["ms"]))
+                elif kind == "fallback":
+                    result.fallbacks += 1
+
+        reader = asyncio.create_task(read())
+        audio = call.pcm + b"\0" * (3 * 32000)
+        words = sorted((s["end"] + REPLAY_DELAY, words_of(s["text"])) for s in call.segments) if stt == "replay" else []
+        t0 = time.monotonic()
+        for i in range(0, len(audio), 640):
+            await ws.send_bytes(audio[i:i + 640])
+            sent = (i + 640) / 32000
+            while words and words[0][0] <= sent:
+                await ws.send_str(json.dumps({"type": "transcript", "text": words.pop(0)[1], "final": True}))
+            wait = t0 + sent - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)  # a real-time client: the real clock is the point
+        await asyncio.sleep(0.5)
+        await ws.close()
+        reader.cancel()
+    for end in call.ends:
+        until = min([s for s in call.starts if s > end], default=end + 3.5)
+        hits = [g - t0 - end for g in got if end - 0.3 <= g - t0 <= until + held_within]
+        result.latencies.append(round(hits[0], 3) if hits else None)
+    return result
+
+
+async def reconnect_loop(port: int, stop: asyncio.Event) -> int:
+    """One client that connects, says nothing and leaves, again and again."""
+    n = 0
+    async with aiohttp.ClientSession() as http:
+        while not stop.is_set():
+            async with http.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
+                await ws.receive()  # the hello
+            n += 1
+    return n
+
+
+async def load(port: int, n: int, call: Call, stt: str, stagger: float, held_within: float,
+               reconnect: bool) -> tuple[list[Session], int]:
+    stop = asyncio.Event()
+    looper = asyncio.create_task(reconnect_loop(port, stop)) if reconnect else None
+    sessions = list(await asyncio.gather(*(client(port, call, stt, i * stagger / n, held_within) for i in range(n))))
+    stop.set()
+    return sessions, (await looper) if looper else 0
+
+
+async def idle(port: int, m: int, pid: int) -> tuple[float, float]:
+    """Memory (MB) and CPU (ms) per idle connection: ``m`` opened and left silent for a second."""
+    async with aiohttp.ClientSession() as http:
+        await asyncio.sleep(0.5)
+        rss0, cpu0 = rss_mb(pid), cpu_seconds(pid)
+        sockets = [await http.ws_connect(f"http://127.0.0.1:{port}/ws") for _ in range(m)]
+        await asyncio.sleep(1.0)
+        rss1, cpu1 = rss_mb(pid), cpu_seconds(pid)
+        for ws in sockets:
+            await ws.close()
+    return (rss1 - rss0) / m, 1000 * (cpu1 - cpu0) / m
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+@dataclass
+class Run:
+    n: int
+    held: int
+    latencies: list[float]
+    missed: int
+    verdicts_ms: list[float]
+    fallbacks: int
+    cpu: float
+    rss_active_mb: float
+    rss_idle_mb: float
+    cpu_idle_ms: float
+    reconnects: int = 0
+
+    @property
+    def p(self) -> tuple[float, float, float]:
+        values = self.latencies + [float("inf")] * self.missed  # a missed decision counts as the worst
+        return pct(values, 0.5), pct(values, 0.9), pct(values, 0.99)
+
+
+def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: bool = False) -> Run:
+    proc, port = start_server(args, stt)
+    try:
+        warm = Call(call.pcm[: 32000 * 4], [])
+        asyncio.run(load(port, 1, warm, stt, 0.0, args.held_within, False))  # the first connection loads
+        rss_idle_mb, cpu_idle_ms = asyncio.run(idle(port, args.idle, proc.pid))
+        rss0 = rss_mb(proc.pid)
+        peak = [rss0]
+        cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
+
+        async def measured() -> tuple[list[Session], int]:
+            async def sample() -> None:
+                while True:
+                    peak.append(rss_mb(proc.pid))
+                    await asyncio.sleep(0.5)
+
+            sampler = asyncio.create_task(sample())
+            try:
+                return await load(port, n, call, stt, args.stagger, args.held_within, reconnect)
+            finally:
+                sampler.cancel()
+
+        sessions, reconnects = asyncio.run(measured())
+        cpu = (cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - wall0)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    held = sum(1 for s in sessions if all(x is not None and x <= args.held_within for x in s.latencies))
+    values = [x for s in sessions for x in s.latencies if x is not None]
+    missed = sum(1 for s in sessions for x in s.latencies if x is None)
+    verdicts = [v for s in sessions for v in s.verdicts_ms]
+    return Run(n, held, values, missed, verdicts, sum(s.fallbacks for s in sessions), cpu, (max(peak) - rss0) / n,
+               rss_idle_mb, cpu_idle_ms, reconnects)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--n", type=int, nargs="+", default=[1, 2, 4, 8, 12])
-    parser.add_argument("--stt", nargs="+", default=["pocketsphinx", "none"], choices=["pocketsphinx", "none"])
+    parser.add_argument("--n", type=int, nargs="+", default=[8, 16, 24])
+    parser.add_argument("--stt", nargs="+", default=["replay"], choices=sorted(SERVER_STT))
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--stagger", type=float, default=5.0,
-                        help="spread the clients' starts over S seconds (default 5; 0: all at once, every pause "
-                             "of every call at the same moment, the worst case)")
+                        help="spread the clients' starts over S seconds (default 5; 0: every pause of every call at "
+                             "the same moment, the worst case)")
+    parser.add_argument("--held-within", type=float, default=1.0, metavar="S",
+                        help="a session is held when each of its turn ends is decided within S seconds (default 1.0)")
+    parser.add_argument("--idle", type=int, default=16, metavar="M", help="idle connections for the idle figures")
+    parser.add_argument("--inference", default="in-process", choices=["in-process", "process-pool", "ray"])
+    parser.add_argument("--inference-processes", type=int, default=1)
+    parser.add_argument("--ray-address")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--reconnect", action="store_true",
+                        help="run each N again with one client reconnecting in a loop; print the p99 it moved")
+    parser.add_argument("--wav", type=Path, help="the call (a WAV with its .transcript.json; default: booking.wav)")
     parser.add_argument("--model", default=os.environ.get("RXVOICE_SMART_TURN_MODEL"))
     args = parser.parse_args()
-    wav = shared() / "audio" / "conversation" / "booking.wav"
-    with wave.open(str(wav)) as w:
-        pcm = w.readframes(w.getnframes())
-    segments = json.loads(wav.with_name("booking.transcript.json").read_text())["segments"]
-    ends = [s["end"] for s in segments if s["turn_end"]]
-    starts = [s["start"] for s in segments]
-    print(f"{'stt':<13} {'N':>3} {'held':>6} {'median s':>9} {'worst s':>8} {'server CPU':>11}")
+    call = load_call(args.wav or shared() / "audio" / "conversation" / "booking.wav")
+    print(f"# inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, held within "
+          f"{args.held_within} s, cores {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'stt':<13} {'N':>3} {'held':>7} {'p50 s':>6} {'p90 s':>6} {'p99 s':>6} {'verdict p50/p99 ms':>19} "
+          f"{'asks/call':>9} {'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11}")
+    last: Run | None = None
     for stt in args.stt:
         for n in args.n:
             for _ in range(args.runs):
-                proc, port = start_server(stt, args.model)
-                try:
-                    asyncio.run(load(port, 1, pcm[: 32000 * 3], [], []))  # warm up: first connection loads
-                    cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
-                    results = asyncio.run(load(port, n, pcm, ends, starts, args.stagger))
-                    cpu = (cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - wall0)
-                finally:
-                    proc.terminate()
-                    proc.wait(10)
-                held = sum(1 for r in results if all(x is not None and x <= HELD_WITHIN for x in r))
-                values = [x for r in results for x in r if x is not None]
-                missing = sum(1 for r in results for x in r if x is None)
-                median = statistics.median(values) if values else float("nan")
-                worst = "missed" if missing else f"{max(values):.2f}"
-                print(f"{stt:<13} {n:>3} {held:>3}/{n:<2} {median:>9.2f} {worst:>8} {cpu:>10.0%}", flush=True)
+                runs = [one_run(args, stt, n, call)]
+                if args.reconnect:
+                    runs.append(one_run(args, stt, n, call, reconnect=True))
+                for r in runs:
+                    p50, p90, p99 = r.p
+                    tag = f" (+{r.reconnects} reconnects)" if r.reconnects else ""
+                    print(f"{stt:<13} {n:>3} {r.held:>3}/{n:<3} {p50:>6.2f} {p90:>6.2f} {p99:>6.2f} "
+                          f"{pct(r.verdicts_ms, 0.5):>9.0f}/{pct(r.verdicts_ms, 0.99):<9.0f} "
+                          f"{(len(r.verdicts_ms) + r.fallbacks) / n:>9.1f} {r.fallbacks:>9} "
+                          f"{r.cpu:>5.0%} {r.rss_active_mb:>9.1f} {r.rss_idle_mb:>8.2f} {r.cpu_idle_ms:>11.2f}{tag}",
+                          flush=True)
+                if args.reconnect:
+                    moved = 1000 * (runs[1].p[2] - runs[0].p[2])
+                    print(f"{'':<13} {n:>3} a reconnect loop moved p99 by {moved:+.0f} ms", flush=True)
+                last = runs[0]
+    if last is not None:
+        p50, p90, p99 = last.p
+        print(f"n={last.n} held={last.held} p50_s={p50:.3f} p90_s={p90:.3f} p99_s={p99:.3f} "
+              f"rss_idle_mb={last.rss_idle_mb:.2f}")
 
 
 if __name__ == "__main__":
     main()
+

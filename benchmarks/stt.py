@@ -1,110 +1,258 @@
-"""PocketSphinxSTT: word error rate and real-time factor on the booking call, the shared calls and espeak-ng voices.
+"""Offline speech-to-text: word error rate and real-time factor of WhisperSTT and PocketSphinxSTT, with Pipecat's
+WhisperSTTService on the same segments as the reference.
 
-Each recording goes through the Silero VAD and PocketSphinxSTT in virtual time
-(:func:`rxvoice.cli.transcribe.transcribe`, recognition inline), so the CPU time
-measured is the recognizer's and the VAD's. The espeak-ng recordings are made
-here, in a temporary folder (espeak-ng on the PATH, resampled to 16 kHz with
-libsoxr), from sentences a voice agent hears.
+Every recording goes through the Silero VAD (the recommended setup's 0.16 s stop) and the engine in virtual
+time (:func:`rxvoice.cli.transcribe.transcribe`, recognition inline), so each engine hears the same segments
+with the same pre-roll. The engines:
 
-    python benchmarks/stt.py            # prints a table; --json for JSON
+* ``whisper``: :class:`~rxvoice.services.whisper.WhisperSTT` as shipped (tiny.en, int8, one CTranslate2
+  thread, beam 5, up to 10 s of the caller's previous speech as context);
+* ``pocketsphinx``: :class:`~rxvoice.services.stt.PocketSphinxSTT` as shipped;
+* ``pipecat``: Pipecat 1.14's ``WhisperSTTService`` (same model folder, int8) given each segment alone, as
+  its segmented STT does (needs ``pip install -e '.[bench]'``; left out when Pipecat is not installed).
+
+The sets (from the data folder given as the argument): ``calls`` (the ten development calls,
+``calls/*.wav`` with their transcripts), ``booking`` (``conversation/booking.wav``) and ``utterances``
+(``turns/*.wav``, the texts of ``labels.csv``). Word error rate is pooled over a set (errors / reference
+words) after both sides are written as spoken words (digits as number words, ``spoken_words``) and the
+fillers "uh", "um", "er", "hmm" dropped. Real-time factor is CPU seconds (all threads of the process) per
+second of audio, silences included, VAD included; min/median/max over ``--runs``. The machine may be shared:
+the ratio against Pipecat, measured in the same run, is the figure to compare.
+
+    python benchmarks/stt.py DATA      # DATA: a folder with calls/, conversation/, turns/; --json, --engines
+    python benchmarks/stt.py DATA --turns    # also the turn decisions on each engine's words
+
+Targets: WhisperSTT word error rate <= 0.15 pooled over the calls; real-time factor <= 0.3 on one thread.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import csv
 import json
-import os
-import shutil
-import subprocess
+import statistics
 import sys
-import tempfile
 import time
-import wave
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
-import soxr
+from typing import Any
 
 from rxvoice.cli.transcribe import transcribe
-from rxvoice.cli.wav import read_wav
+from rxvoice.cli.wav import Recording, read_wav
 from rxvoice.pipeline import inline_offload
-from rxvoice.services.stt import PocketSphinxSTT, word_error_rate
-from rxvoice.services.tts import read_wav_pcm
+from rxvoice.services.spoken import spoken_words
+from rxvoice.services.stt import PocketSphinxSTT, Recognizer, STTService, word_error_rate
+from rxvoice.services.whisper import WhisperSTT
+from rxvoice.services.whisper_model import find_whisper_model
 from rxvoice.testing import load_transcript
 
-SENTENCES = [
-    "I would like to book a table for two tonight.",
-    "Can you send me the invoice for last month?",
-    "My flight leaves on Friday morning at nine.",
-    "Thank you, that is all for today.",
-]
-VOICES = [("en-us", 150), ("en-gb", 150), ("en-us+f3", 140), ("en-us", 120)]
+FILLERS = frozenset({"uh", "um", "er", "hmm", "mm"})
+TARGET_WER = 0.15
+TARGET_RTF = 0.3
 
 
-def shared() -> Path:
-    for c in (os.environ.get("RXVOICE_SHARED", ""), "../shared", "/work/shared"):
-        if c and (Path(c) / "audio").is_dir():
-            return Path(c)
-    raise SystemExit("the shared fixtures were not found: set RXVOICE_SHARED")
+def words(text: str) -> str:
+    return " ".join(w for w in spoken_words(text) if w not in FILLERS)
 
 
-def espeak_recording(folder: Path, name: str, voice: str, wpm: int) -> tuple[Path, str]:
-    """The sentences spoken by ``voice``, 0.8 s apart, 16 kHz mono; and the reference text."""
-    pieces = [np.zeros(8000, dtype=np.int16)]
-    for text in SENTENCES:
-        out = subprocess.run(["espeak-ng", "--stdout", "-v", voice, "-s", str(wpm), text], capture_output=True,
-                             check=True).stdout
-        pcm, rate = read_wav_pcm(out)
-        samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768
-        pieces += [(soxr.resample(samples, rate, 16000) * 32767).astype(np.int16), np.zeros(12800, dtype=np.int16)]
-    path = folder / f"{name}.wav"
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(np.concatenate(pieces).tobytes())
-    return path, " ".join(SENTENCES)
+@dataclass
+class Item:
+    set: str
+    path: Path
+    reference: str
 
 
-def measure(path: Path, reference: str) -> dict[str, object]:
-    recording = read_wav(path)
-    stt = PocketSphinxSTT(offload=inline_offload)
-    started = time.process_time()
+def items(data: Path) -> list[Item]:
+    out = [Item("calls", w, " ".join(s.text for s in load_transcript(w.with_name(w.stem + ".transcript.json"))
+                                     .segments)) for w in sorted((data / "calls").glob("*.wav"))]
+    booking = data / "conversation" / "booking.wav"
+    out.append(Item("booking", booking, " ".join(
+        s.text for s in load_transcript(booking.with_name("booking.transcript.json")).segments)))
+    with (data / "turns" / "labels.csv").open(encoding="utf-8", newline="") as f:
+        out += [Item("utterances", data / "turns" / row["file"], row["text"]) for row in csv.DictReader(f)]
+    missing = [i.path for i in out if not i.path.is_file()]
+    if missing:
+        raise SystemExit(f"{missing[0]}: not found (give the folder holding calls/, conversation/, turns/)")
+    return out
+
+
+class _PipecatRecognizer:
+    """Pipecat's WhisperSTTService given each utterance's audio whole, when the VAD closes it."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+        self.audio = bytearray()
+        self.loop = asyncio.new_event_loop()
+
+    def accept(self, audio: bytes) -> str | None:
+        self.audio += audio
+        return None
+
+    def finish(self) -> str:
+        audio, self.audio = bytes(self.audio), bytearray()
+
+        async def run() -> str:
+            return " ".join(f.text for f in [f async for f in self.service.run_stt(audio)] if hasattr(f, "text"))
+
+        return self.loop.run_until_complete(run())
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+class PipecatWhisper(STTService):
+    """The reference: Pipecat 1.14's WhisperSTTService (the same model folder, int8 on the CPU)."""
+
+    name = "PipecatWhisper"
+
+    def __init__(self, service: Any) -> None:
+        super().__init__(offload=inline_offload, interim_interval=3600.0)
+        self.service = service
+
+    def new_recognizer(self) -> Recognizer:
+        return _PipecatRecognizer(self.service)
+
+
+def pipecat_service() -> Any | None:
+    try:
+        import logging
+
+        from loguru import logger
+        from pipecat.services.whisper.stt import WhisperSTTService
+    except ImportError:
+        return None
+    logger.remove()
+    logging.getLogger("faster_whisper").setLevel(logging.WARNING)
+    return WhisperSTTService(settings=WhisperSTTService.Settings(model=str(find_whisper_model())), device="cpu",
+                             compute_type="int8")
+
+
+def engines(names: list[str]) -> dict[str, Callable[[], STTService]]:
+    made: dict[str, Callable[[], STTService]] = {}
+    for name in names:
+        if name == "whisper":
+            made[name] = lambda: WhisperSTT(offload=inline_offload)
+        elif name == "pocketsphinx":
+            made[name] = lambda: PocketSphinxSTT(offload=inline_offload)
+        elif name == "pipecat":
+            service = pipecat_service()
+            if service is None:
+                print("note: pipecat-ai is not installed (pip install -e '.[bench]'): no reference", file=sys.stderr)
+                continue
+            made[name] = lambda service=service: PipecatWhisper(service)  # type: ignore[misc]
+        else:
+            raise SystemExit(f"unknown engine {name!r}")
+    return made
+
+
+@dataclass
+class Tally:
+    errors: float = 0.0
+    reference: int = 0
+    audio: float = 0.0
+    cpu: list[float] = field(default_factory=list)
+
+    @property
+    def wer(self) -> float:
+        return self.errors / max(1, self.reference)
+
+
+def measure(recording: Recording, make: Callable[[], STTService]) -> tuple[str, float, Any]:
+    stt = make()
+    started = time.process_time()  # CPU time on purpose: the figure is the engine's cost, not the machine's load
     heard = transcribe(recording, stt)
-    cpu = time.process_time() - started
-    text = " ".join(s.text for s in heard.segments)
-    return {"recording": path.name, "seconds": round(recording.duration, 2), "words": len(reference.split()),
-            "wer": round(word_error_rate(reference, text), 3), "rtf": round(cpu / recording.duration, 3),
-            "heard": text}
+    return " ".join(s.text for s in heard.segments), time.process_time() - started, heard
+
+
+def turn_counts(data: Path, recordings: dict[Path, Recording], heard: dict[Path, Any]) -> dict[str, int]:
+    """The recommended setup's turn decisions on these words, scored against the calls' labels."""
+    from rxvoice.audio.turn import find_model
+    from rxvoice.cli.analysis import Setup, analyze, score
+
+    setup = Setup(vad="silero", stop="smart-turn", model=find_model(), stt_delay=0.3, model_latency=0.05,
+                  speech_timeout=0.6, tail=4.0)
+    totals = {"turn_ends": 0, "found": 0, "cut_offs": 0, "missed": 0}
+    for path, words_heard in heard.items():
+        transcript = load_transcript(path.with_name(path.stem + ".transcript.json"))
+        result = score(transcript, analyze(recordings[path], setup, words=words_heard, windows=False).turns)
+        totals["turn_ends"] += result.turn_ends
+        totals["found"] += result.found
+        totals["cut_offs"] += result.premature
+        totals["missed"] += result.missed
+    return totals
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("data", type=Path, help="the folder holding calls/, conversation/ and turns/")
+    parser.add_argument("--engines", default="whisper,pocketsphinx,pipecat")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--turns", action="store_true", help="also the turn decisions on each engine's words")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--calls", type=int, default=3, help="how many of the shared calls to include (default 3)")
     args = parser.parse_args()
+    todo = items(args.data)
+    recordings = {i.path: read_wav(i.path) for i in todo}
+    made = engines(args.engines.split(","))
+    tallies: dict[tuple[str, str], Tally] = {}
+    texts: dict[tuple[str, Path], str] = {}
+    heard_calls: dict[str, dict[Path, Any]] = {name: {} for name in made}
+    for run in range(args.runs):
+        for name, make in made.items():
+            cpu_by_set: dict[str, float] = {}
+            for item in todo:
+                recording = recordings[item.path]
+                text, cpu, heard = measure(recording, make)
+                cpu_by_set[item.set] = cpu_by_set.get(item.set, 0.0) + cpu
+                if run == 0:
+                    tally = tallies.setdefault((name, item.set), Tally())
+                    ref = words(item.reference)
+                    tally.errors += word_error_rate(ref, words(text)) * len(ref.split())
+                    tally.reference += len(ref.split())
+                    tally.audio += recording.duration
+                    texts[(name, item.path)] = text
+                    if item.set in ("calls", "booking"):
+                        heard_calls[name][item.path] = heard
+            for set_name, cpu in cpu_by_set.items():
+                tallies[(name, set_name)].cpu.append(cpu)
+            print(f"run {run + 1}/{args.runs}: {name} done", file=sys.stderr, flush=True)
     rows = []
-    booking = shared() / "audio" / "conversation" / "booking.wav"
-    calls = sorted((shared() / "audio" / "calls").glob("*.wav"))[: args.calls]
-    for wav in [booking, *calls]:
-        ref = load_transcript(wav.with_name(wav.stem + ".transcript.json"))
-        rows.append(measure(wav, " ".join(s.text for s in ref.segments)))
-    if shutil.which("espeak-ng"):
-        with tempfile.TemporaryDirectory() as tmp:
-            for voice, wpm in VOICES:
-                path, ref = espeak_recording(Path(tmp), f"espeak-{voice}-{wpm}", voice, wpm)
-                rows.append(measure(path, ref))
-    else:
-        print("espeak-ng is not installed: its recordings are left out", file=sys.stderr)
+    for (name, set_name), t in tallies.items():
+        rtf = sorted(c / t.audio for c in t.cpu)
+        rows.append({"engine": name, "set": set_name, "words": t.reference, "seconds": round(t.audio, 1),
+                     "wer": round(t.wer, 3), "rtf_min": round(rtf[0], 3),
+                     "rtf_median": round(statistics.median(rtf), 3), "rtf_max": round(rtf[-1], 3)})
+    ratios = {}
+    if "pipecat" in made and "whisper" in made:
+        for set_name in ("calls", "booking", "utterances"):
+            ours, theirs = tallies[("whisper", set_name)], tallies[("pipecat", set_name)]
+            ratios[set_name] = {
+                "wer_vs_pipecat": round(ours.wer / theirs.wer, 3) if theirs.wer else None,
+                "rtf_vs_pipecat": round(statistics.median(ours.cpu) / statistics.median(theirs.cpu), 3),
+            }
+    turns = ({name: turn_counts(args.data, recordings, heard) for name, heard in heard_calls.items()}
+             if args.turns else {})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"rows": rows, "ratios": ratios, "turns": turns,
+                          "heard": {f"{n}:{p.name}": t for (n, p), t in texts.items()}}, indent=2))
         return
-    print(f"{'recording':<34} {'s':>6} {'words':>5} {'WER':>6} {'RTF':>6}")
+    print(f"{'engine':13s} {'set':11s} {'words':>6s} {'audio s':>8s} {'WER':>6s}  RTF min/median/max")
     for r in rows:
-        print(f"{r['recording']:<34} {r['seconds']:>6} {r['words']:>5} {r['wer']:>6} {r['rtf']:>6}")
-    words = sum(int(r["words"]) for r in rows)  # type: ignore[call-overload]
-    pooled = sum(float(r["wer"]) * int(r["words"]) for r in rows) / words  # type: ignore[call-overload]
-    print(f"pooled WER {pooled:.3f} over {words} words")
+        print(f"{r['engine']:13s} {r['set']:11s} {r['words']:6d} {r['seconds']:8.1f} {r['wer']:6.3f}  "
+              f"{r['rtf_min']:.3f}/{r['rtf_median']:.3f}/{r['rtf_max']:.3f}")
+    for set_name, ratio in ratios.items():
+        print(f"whisper vs pipecat, {set_name}: WER ratio {ratio['wer_vs_pipecat']}, "
+              f"CPU ratio {ratio['rtf_vs_pipecat']}")
+    for name, counts in turns.items():
+        print(f"turns on {name}'s words (calls + booking, recommended setup): ends {counts['found']}/"
+              f"{counts['turn_ends']}, cut-offs {counts['cut_offs']}, missed {counts['missed']}")
+    calls = tallies.get(("whisper", "calls"))
+    if calls is not None:
+        rtf = statistics.median(calls.cpu) / calls.audio
+        print(f"targets: WER <= {TARGET_WER} pooled over the calls: {calls.wer:.3f} "
+              f"({'met' if calls.wer <= TARGET_WER else 'NOT met'}); RTF <= {TARGET_RTF} on one thread: {rtf:.3f} "
+              f"({'met' if rtf <= TARGET_RTF else 'NOT met'})")
 
 
 if __name__ == "__main__":

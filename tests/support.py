@@ -14,6 +14,7 @@ The fixture API for new tests::
     wav, transcript = booking_paths()          # tests/data/conversation/booking.{wav,transcript.json}
     labels = data_dir() / "turns" / "labels.csv"
     model = smart_turn_model_path()            # found as the CLI finds it
+    whisper = whisper_model_path()             # the Whisper tiny.en folder, likewise
     espeak = require_program("espeak-ng")      # its path, or one line naming the package
 
 and the pytest fixtures of ``tests/conftest.py`` (``data``, ``booking_wav``,
@@ -34,6 +35,7 @@ import pytest
 
 from rxvoice.audio.turn import ENV_VAR, cached_model_path, find_model
 from rxvoice.errors import ModelNotFoundError
+from rxvoice.services.whisper_model import find_whisper_model
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -96,6 +98,19 @@ def smart_turn_model_path() -> Path:
         if _model is None:
             pytest.fail(missing_model_message(), pytrace=False)
     return _model
+
+
+def whisper_model_path() -> Path:
+    """The Whisper tiny.en model folder, found as WhisperSTT finds it (``RXVOICE_WHISPER_MODEL``, else the cache).
+
+    ``rxvoice model install`` (README command 1) puts it there; a missing one fails the calling test with
+    one line naming that command.
+    """
+    try:
+        return find_whisper_model()
+    except ModelNotFoundError as exc:
+        message = str(exc)
+    pytest.fail(f"{message} (`.venv/bin/rxvoice model install`, README command 1)", pytrace=False)
 
 
 def require_program(name: str) -> str:

@@ -36,14 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Segment, Transcript, load_transcript
 from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model, positive_int
+from .labels import utterance_words
 from .observations import Recovered, Turn
 from .progress import Progress
 from .runner import Analysis, analyze
+from .sample import SAMPLE_NOTE, sample_paths
 from .score import check_transcript
 from .setups import (
     DEFAULT_SETUP,
@@ -55,7 +55,8 @@ from .setups import (
     stop_help,
     stop_strategy,
 )
-from .wav import RATE, Recording, read_wav
+from .transcribe import offline_stt, stt_label, transcribe
+from .wav import read_wav
 
 __all__ = [
     "Item",
@@ -88,7 +89,13 @@ folder with a labels.csv (file,label,text: one utterance per WAV). The run is
 in virtual time (Smart Turn verdicts take --model-latency), with the replayed
 transcript's finals --stt-delay seconds after each segment.
 
+Without a PATH (or with --sample) it scores the labelled sample shipped
+with rxvoice: the demo call (three ends of turn, one mid-sentence pause) and
+eight single utterances with a labels.csv (rxvoice/data/sample/).
+
 Examples:
+  rxvoice eval
+  rxvoice eval --stop speech-timeout
   rxvoice eval calls/
   rxvoice eval calls/ turns/ --sweep unsure_timeout=0.6,0.8,1.0 --plot tradeoff.png
   rxvoice eval calls/ --set stop_secs=0.12 --json
@@ -114,17 +121,6 @@ class Item:
     resume_after: float | None = None
 
 
-def _speech_span(recording: Recording) -> tuple[float, float]:
-    """First and last 10 ms with sound above 2 % of the peak (the utterance in a single-utterance file)."""
-    samples = np.abs(recording.samples.astype(np.float32))
-    n = len(samples) // 160
-    if n == 0 or float(samples.max(initial=0.0)) == 0.0:
-        return 0.0, recording.duration
-    frames = samples[: n * 160].reshape(n, 160).max(axis=1)
-    loud = np.flatnonzero(frames > 0.02 * float(samples.max()))
-    return float(loud[0] * 160 / RATE), float((loud[-1] + 1) * 160 / RATE)
-
-
 def _labels_csv(folder: Path, resume_after: float) -> list[Item]:
     items: list[Item] = []
     with (folder / "labels.csv").open(encoding="utf-8", newline="") as f:
@@ -135,9 +131,8 @@ def _labels_csv(folder: Path, resume_after: float) -> list[Item]:
             wav = folder / name
             if not wav.is_file():
                 raise CLIError(f"{folder / 'labels.csv'} line {n}: no such file {name}")
-            start, end = _speech_span(read_wav(wav))
-            segment = Segment(text, round(start, 3), round(end, 3), label == "complete")
-            items.append(Item(wav, Transcript((segment,)), None if label == "complete" else resume_after))
+            words = utterance_words(read_wav(wav), text, label == "complete")  # as `rxvoice turns` replays them
+            items.append(Item(wav, words, None if label == "complete" else resume_after))
     return items
 
 
@@ -313,13 +308,18 @@ class RunResult:
         return totals(p for _, ps in self.recordings for p in ps)
 
 
-def _one(job: tuple[Item, Setup, bool]) -> tuple[Item, list[PauseResult] | None, str | None]:
-    item, setup, strip = job
+def _one(job: tuple[Item, Setup, bool, str | None]) -> tuple[Item, list[PauseResult] | None, str | None]:
+    item, setup, strip, stt = job
     try:
         recording = read_wav(item.wav)
         transcript = without_punctuation(item.transcript) if strip else item.transcript
         check_transcript(transcript, recording, item.wav.name)
-        analysis = analyze(recording, setup, transcript=transcript, windows=False)
+        if stt is not None:  # the words an offline STT hears; the transcript only labels the pauses
+            engine = offline_stt(stt)
+            heard = transcribe(recording, engine, vad=setup.vad, params=setup.vad_params) if engine else None
+            analysis = analyze(recording, setup, words=heard, windows=False)
+        else:
+            analysis = analyze(recording, setup, transcript=transcript, windows=False)
         return item, judge(item, analysis), None
     except (CLIError, RxVoiceError) as exc:
         return item, None, str(exc)
@@ -328,10 +328,11 @@ def _one(job: tuple[Item, Setup, bool]) -> tuple[Item, list[PauseResult] | None,
 def evaluate(
     items: Sequence[Item], setups: Sequence[tuple[Setup, dict[str, float]]], *,
     strip_punctuation: bool = False, jobs: int = 1, on_step: Callable[[str], None] | None = None,
+    stt: str | None = None,
 ) -> list[RunResult]:
-    """Run every setup over every item (``jobs`` processes), in order."""
+    """Run every setup over every item (``jobs`` processes), in order (``stt``: words from that offline STT)."""
     runs = [RunResult(setup, params) for setup, params in setups]
-    work = [(item, setup, strip_punctuation) for setup, _ in setups for item in items]
+    work = [(item, setup, strip_punctuation, stt) for setup, _ in setups for item in items]
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(jobs) as pool:
             results = list(_stepped(pool.map(_one, work), on_step))
@@ -397,7 +398,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "eval", help="ends found, cut-offs and latency on labelled recordings",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="WAVs with transcripts beside them, or folders")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="WAVs with transcripts beside them, or folders (none: the labelled sample shipped with "
+                        "rxvoice)")
+    p.add_argument("--sample", action="store_true",
+                   help="also score the labelled sample shipped with rxvoice: the demo call and 8 utterances")
     p.add_argument("--stop", choices=setup_names(), default=DEFAULT_SETUP, help=stop_help(DEFAULT_SETUP))
     p.add_argument("--vad", choices=VAD_CHOICES, default="silero", help="the VAD (default silero)")
     p.add_argument("--stt-delay", type=_nonneg, default=0.3, metavar="S",
@@ -411,6 +416,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="run once per value; several --sweep: every combination")
     p.add_argument("--no-punctuation", action="store_true",
                    help="replay the transcripts lower-cased without punctuation (an STT without either)")
+    p.add_argument("--stt", choices=("whisper", "pocketsphinx"),
+                   help="judge on the words an offline STT hears in each recording instead of its transcript's "
+                        "text (the transcript still labels the pauses)")
     p.add_argument("--resume-after", type=_nonneg, default=1.0, metavar="S",
                    help="a labels.csv 'incomplete' utterance is cut off if answered within S s (default 1.0)")
     p.add_argument("--tail", type=_nonneg, default=4.0, metavar="S",
@@ -487,7 +495,8 @@ def to_json(runs: Sequence[RunResult], args: argparse.Namespace) -> dict[str, An
     return {
         "version": JSON_VERSION,
         "settings": {**runs[0].setup.describe(), "vad_min_volume": runs[0].setup.vad_params.min_volume,
-                     "no_punctuation": bool(args.no_punctuation), "resume_after": args.resume_after},
+                     "no_punctuation": bool(args.no_punctuation), "resume_after": args.resume_after,
+                     "words_from": args.stt or "transcript"},
         "runs": [{
             "params": r.params,
             "vad_stop_secs": r.setup.vad_params.stop_secs,
@@ -571,9 +580,18 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                            f"or use --stop {FALLBACK_SETUP}")
         model = choice.path
     setups = _setups(args, model)  # the parameters checked before any recording is read
-    items = find_items(args.paths, resume_after=args.resume_after)
+    paths = list(args.paths)
+    if args.sample or not paths:
+        paths += sample_paths()
+        print(f"note: scoring {SAMPLE_NOTE} ({paths[-1].parent})", file=err)
+    items = find_items(paths, resume_after=args.resume_after)
+    if args.stt is not None:
+        offline_stt(args.stt)  # installed and its model sound: checked once, here
+        print(f"note: the words are {stt_label(args.stt)}'s, heard in each recording; the transcripts only label "
+              "the pauses", file=err)
     progress = Progress(len(items) * len(setups), err, force=args.progress)
-    runs = evaluate(items, setups, strip_punctuation=args.no_punctuation, jobs=args.jobs, on_step=progress.step)
+    runs = evaluate(items, setups, strip_punctuation=args.no_punctuation, jobs=args.jobs, on_step=progress.step,
+                    stt=args.stt)
     progress.finish()
     if args.plot is not None:
         plot_tradeoff(runs, Path(args.plot), f"rxvoice eval --stop {args.stop}: {len(items)} recordings")

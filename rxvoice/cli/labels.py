@@ -17,6 +17,10 @@ The *verdict* on a recording is what the setup did at the end of its speech:
 * ``no speech``: the VAD heard none.
 
 A verdict is right when it equals the label.
+
+A row's ``text`` is what was said: ``rxvoice turns`` and ``rxvoice eval``
+both replay it as the speech-to-text's words (:func:`utterance_words`), one
+final over the utterance, so the two commands judge the same words.
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from ..testing import Segment, Transcript
 from ._common import CLIError
 from .runner import Analysis
+from .wav import RATE, Recording
 
 __all__ = ["LABELS_FILE", "LABEL_VALUES", "Label", "LabelVerdict", "LabelsSummary", "judge", "read_labels",
-           "summarize"]
+           "speech_span", "summarize", "utterance_words"]
 
 LABELS_FILE = "labels.csv"
 LABEL_VALUES = ("complete", "incomplete")
@@ -110,6 +118,23 @@ def read_labels(path: Path) -> dict[str, Label]:
                 raise CLIError(f"{path}: row {row_number} ({name}): smart_turn_prob {raw!r} is not a number") from None
         labels[name] = Label(name, expected, (row.get("text") or "").strip() or None, probability)
     return labels
+
+
+def speech_span(recording: Recording) -> tuple[float, float]:
+    """First and last 10 ms with sound above 2 % of the peak (the utterance in a single-utterance file)."""
+    samples = np.abs(recording.samples.astype(np.float32))
+    n = len(samples) // 160
+    if n == 0 or float(samples.max(initial=0.0)) == 0.0:
+        return 0.0, recording.duration
+    frames = samples[: n * 160].reshape(n, 160).max(axis=1)
+    loud = np.flatnonzero(frames > 0.02 * float(samples.max()))
+    return float(loud[0] * 160 / RATE), float((loud[-1] + 1) * 160 / RATE)
+
+
+def utterance_words(recording: Recording, text: str, complete: bool) -> Transcript:
+    """A single utterance's words as one segment over its speech (``turn_end``: the label says complete)."""
+    start, end = speech_span(recording)
+    return Transcript((Segment(text, round(start, 3), round(end, 3), complete),))
 
 
 def judge(analysis: Analysis, label: Label) -> LabelVerdict:

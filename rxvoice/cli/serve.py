@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from ..aggregators.reports import AssistantTurnStopped, UserTurnStopped
 from ..audio.vad import SileroVADAnalyzer, VADParams
 from ..audio.vad_processor import VADProcessor
 from ..context import ContextSnapshot, LLMContext
+from ..errors import ConfigurationError
 from ..frames import (
     DOWN,
     BotStartedSpeakingFrame,
@@ -50,6 +50,7 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from ..inference import InferenceFallback
 from ..pipeline import Port, Processor, Stage, pipeline
 from ..services.stt import (
     OpenAITranscriptionSTT,
@@ -60,17 +61,20 @@ from ..services.stt import (
     pocketsphinx_available,
 )
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
+from ..services.whisper import WhisperSTT
 from ..testing import Reply, ScriptedLLM
 from ..turns import TurnsConfig
-from ._common import MODEL_HELP, CLIError, need_module, port_number
+from ._common import MODEL_HELP, CLIError, need_module, port_number, positive_int
+from .server import INFERENCE_CHOICES, Models, listen, loopback, self_signed_certificate, serve_forever, tls_context
 from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, setup_names, stop_help, stop_strategy
+from .transcribe import default_stt, offline_stt
 from .turns import make_setup, seconds_between
 
 __all__ = ["STT_CHOICES", "TTS_CHOICES", "ServeOptions", "add_parser", "make_app", "reply_to", "run"]
 
 log = logging.getLogger("rxvoice.cli.serve")
 
-STT_CHOICES = ("pocketsphinx", "openai", "none")
+STT_CHOICES = ("whisper", "pocketsphinx", "openai", "client", "none")
 TTS_CHOICES = ("espeak", "openai", "paced")
 SYSTEM_PROMPT = "You are a friendly voice assistant. Answer in one or two short sentences."
 DESCRIPTION = (
@@ -79,7 +83,7 @@ DESCRIPTION = (
     "of --stop, the scripted model (or an OpenAI-compatible one when OPENAI_BASE_URL is set), text-to-speech "
     "and the assistant aggregator, and the page draws the input level, the VAD confidence, each Smart Turn "
     "verdict, every turn start and end with its reason and latency, the words and the conversation. Needs the "
-    "serve extra (pip install 'rxvoice[serve]'); PocketSphinx words need the stt extra."
+    "serve extra (pip install 'rxvoice[serve]'); Whisper or PocketSphinx words need the stt extra."
 )
 
 
@@ -104,14 +108,24 @@ class ServeOptions:
     """What ``rxvoice serve`` runs.
 
     Attributes:
-        stt: ``pocketsphinx``, ``openai`` or ``none`` (placeholders: "(speech N)").
+        stt: ``whisper``, ``pocketsphinx``, ``openai``, ``client`` (the client sends its own words) or ``none``
+            (placeholders: "(speech N)").
         tts: ``espeak``, ``openai`` or ``paced`` (words only, no audio).
         stop: a registered setup's name (as ``rxvoice turns --stop``).
         model: The Smart Turn model file (for ``smart-turn``).
         speech_timeout: ``SpeechTimeoutStop.user_speech_timeout``.
         llm: ``scripted`` or ``openai`` (``OPENAI_BASE_URL`` set: ``OPENAI_MODEL``, default gpt-4o-mini).
         allowed_origins: Other pages that may connect.
-        max_connections: Connections at once.
+        max_sessions: Sessions at once (``None``: derived from the cores, see
+            :func:`rxvoice.cli.server.default_max_sessions`).
+        max_connections: Deprecated name of ``max_sessions``.
+        token: The access token ``/ws`` requires (``None``: none).
+        inference: Where Smart Turn (and remote STT) runs: ``in-process``, ``process-pool`` or ``ray``.
+        inference_processes: Worker processes of ``process-pool``.
+        ray_address: The Ray cluster of ``ray`` (``None``: a local instance).
+        inference_timeout: Seconds a verdict is waited for before the fallback.
+        workers: Server processes sharing the port.
+        tls: ``(certificate, key)`` to serve https.
     """
 
     stt: str = "pocketsphinx"
@@ -121,8 +135,24 @@ class ServeOptions:
     speech_timeout: float = 0.6
     llm: str = "scripted"
     allowed_origins: tuple[str, ...] = ()
-    max_connections: int = 64
+    max_sessions: int | None = None
+    max_connections: int | None = None
+    token: str | None = None
+    inference: str = "in-process"
+    inference_processes: int = 1
+    ray_address: str | None = None
+    inference_timeout: float = 1.0
+    workers: int = 1
+    tls: tuple[Path, Path] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_sessions is None and self.max_connections is not None:
+            self.max_sessions = self.max_connections
+        if self.max_sessions is None:
+            from .server import default_max_sessions
+
+            self.max_sessions = default_max_sessions(self.stt)
 
     @property
     def setup(self) -> Setup:
@@ -132,7 +162,8 @@ class ServeOptions:
     def describe(self) -> dict[str, Any]:
         return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
                 "vad_stop_secs": self.setup.vad_params.stop_secs,
-                "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None}
+                "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None,
+                "inference": self.inference, "max_sessions": self.max_sessions}
 
 
 # -- what the page is told ---------------------------------------------------------------------
@@ -145,10 +176,9 @@ class _WatchedSilero(SileroVADAnalyzer):
         super().__init__(16000, params=params)
         self.peak = 0.0
 
-    def _window_confidence(self, window: Any) -> float:
-        confidence = super()._window_confidence(window)
+    def _after_inference(self, confidence: float) -> float:  # every window, batched or not
         self.peak = max(self.peak, confidence)
-        return confidence
+        return super()._after_inference(confidence)
 
     def take_peak(self) -> float:
         peak, self.peak = self.peak, 0.0
@@ -261,6 +291,11 @@ class _Watch:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(report)
 
+    def fallback(self, fallback: InferenceFallback) -> None:
+        """An inference backend was slow or failed: the page is told what was decided without it (any thread)."""
+        self.send("fallback", question=fallback.kind, backend=fallback.backend, reason=fallback.reason,
+                  waited=fallback.waited)
+
     def bot_turn(self, _agg: object, turn: AssistantTurnStopped) -> None:
         self.send("bot_turn", text=turn.content, interrupted=turn.interrupted)
 
@@ -333,8 +368,12 @@ class PlaceholderSTT(STTService):
         return _PlaceholderRecognizer()
 
 
-def make_stt(choice: str) -> STTService:
-    """The STT ``--stt`` names."""
+def make_stt(choice: str) -> STTService | None:
+    """The STT ``--stt`` names (``client``: none, the client sends its words)."""
+    if choice == "client":
+        return None
+    if choice == "whisper":
+        return WhisperSTT()
     if choice == "pocketsphinx":
         return PocketSphinxSTT()
     if choice == "openai":
@@ -359,8 +398,12 @@ def make_llm(choice: str) -> Stage:
     return ScriptedLLM(reply_to, token_delay=0.03, first_token_delay=0.2)
 
 
-def make_stage(options: ServeOptions, transport: Any) -> Stage:
-    """One connection's pipeline, wired to tell the page what happens."""
+def make_stage(options: ServeOptions, transport: Any, models: Models | None = None) -> Stage:
+    """One connection's pipeline, wired to tell the page what happens.
+
+    ``models`` are what the process's sessions share (made by :func:`make_app`); without them the
+    session makes its own (a test, one pipeline).
+    """
     watch = _Watch(transport, options)
     setup = options.setup
     params = setup.vad_params
@@ -369,9 +412,15 @@ def make_stage(options: ServeOptions, transport: Any) -> Stage:
         watch.analyzer = _WatchedSilero(params)
         return watch.analyzer
 
+    turn_analyzer = models.turn_analyzer(watch.fallback) if models is not None else None
+    stop = _stop_with(setup, turn_analyzer) if turn_analyzer is not None else stop_strategy(setup)
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
-    pair = Pair(context, turns=TurnsConfig(stop=[stop_strategy(setup)]))
+    pair = Pair(context, turns=TurnsConfig(stop=[stop]))
     user, assistant = pair.user(), pair.assistant()
+    if turn_analyzer is not None:
+        from ..inference import waiter_offload
+
+        user.offload = waiter_offload  # a verdict job waits on its backend: not on the compute pool
     user.events.on("on_user_turn_started", watch.turn_started)
     user.events.on("on_user_turn_stopped", watch.turn_stopped)
     if "on_user_turn_recovered" in user.events.names:
@@ -382,21 +431,57 @@ def make_stage(options: ServeOptions, transport: Any) -> Stage:
     heard = (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, InterimTranscriptionFrame, TranscriptionFrame)
     spoken = (TTSTextFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame, InterruptionFrame)
     transport.send({"type": "hello", "setup": options.describe()})
+    vad = VADProcessor(analyzer, batcher=models.vad_batcher if models is not None else None)
+    stt = models.stt(watch.fallback) if models is not None else None
+    if stt is None:
+        stt = make_stt(options.stt)
+    stages: list[Stage] = [vad] if stt is None else [vad, stt]
     return pipeline(
-        VADProcessor(analyzer), make_stt(options.stt), _Inspector(watch, heard, audio=True), user,
+        *stages, _Inspector(watch, heard, audio=True), user,
         _Inspector(watch, (MetricsFrame,)), make_llm(options.llm), make_tts(options.tts),
         _Inspector(watch, spoken), transport.output(), assistant,
     )
 
 
-def make_app(options: ServeOptions) -> Any:
-    """The aiohttp application of ``rxvoice serve``."""
+def _stop_with(setup: Setup, analyzer: Any) -> Any:
+    """The setup's stop strategy judging with ``analyzer`` (a session's backend analyzer).
+
+    The built-in Smart Turn setups are rebuilt on it; a setup registered later builds its own (in process).
+    """
+    from ..audio.recommended import recommended_turn_setup
+    from ..turns import TurnAnalyzerStop
+
+    try:
+        if setup.stop == "smart-turn":
+            overrides: dict[str, Any] = dict(setup.overrides)
+            return recommended_turn_setup(analyzer=analyzer, **overrides).stop
+        if setup.stop == "smart-turn-only":
+            return TurnAnalyzerStop(analyzer, **setup.stop_overrides())
+    except ConfigurationError as exc:
+        raise CLIError(str(exc)) from None
+    return stop_strategy(setup)
+
+
+def make_app(options: ServeOptions, *, admission: Any = None, deploy: bool = True) -> Any:
+    """The aiohttp application of ``rxvoice serve`` (one process: its sessions share its :class:`Models`)."""
     from ..transports import voice_app
 
-    stop_strategy(options.setup)  # load the Smart Turn model now, not when the first caller speaks
-    SileroVADAnalyzer(16000).close()
-    return voice_app(partial_stage(options), allowed_origins=options.allowed_origins,
-                     max_connections=options.max_connections)
+    if not options.setup.named.needs_model:
+        stop_strategy(options.setup)  # check the setup now, not when the first caller speaks
+    models = Models(options, deploy=deploy)
+    SileroVADAnalyzer(16000).close()  # load Silero now
+
+    def build(transport: Any) -> Stage:
+        return make_stage(options, transport, models)
+
+    app = voice_app(build, allowed_origins=options.allowed_origins, max_sessions=options.max_sessions or 64,
+                    admission=admission, token=options.token, client_words=options.stt == "client")
+
+    async def close_models(_app: Any) -> None:
+        models.close()
+
+    app.on_cleanup.append(close_models)
+    return app
 
 
 def partial_stage(options: ServeOptions) -> Callable[[Any], Stage]:
@@ -417,7 +502,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 or :: for all)")
     p.add_argument("--port", type=port_number, default=8765, help="the port (default 8765; 0: any free port)")
     p.add_argument("--stt", choices=STT_CHOICES,
-                   help="speech-to-text (default pocketsphinx when installed, else none: placeholders)")
+                   help="speech-to-text (default whisper when it and its model are installed, else pocketsphinx "
+                        "when installed, else none: placeholders)")
     p.add_argument("--tts", choices=TTS_CHOICES,
                    help="text-to-speech (default espeak when espeak-ng is installed, else paced words)")
     p.add_argument("--stop", choices=setup_names(),
@@ -427,7 +513,35 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--model", metavar="PATH", help=MODEL_HELP)
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                    help="another page allowed to connect (http://host:port); repeatable")
+    _add_server_arguments(p)
     p.set_defaults(run=run)
+
+
+def _add_server_arguments(p: argparse.ArgumentParser) -> None:
+    """The server's own options: capacity, processes, inference, access, TLS."""
+    p.add_argument("--max-sessions", type=positive_int, metavar="N",
+                   help="sessions at once; more callers are told 'server full' (default: what this machine's "
+                        "cores carry with the chosen --stt, measured by benchmarks/serve.py)")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="server processes sharing the port, e.g. one per core (default 1)")
+    p.add_argument("--inference", choices=INFERENCE_CHOICES, default="in-process",
+                   help="where Smart Turn (and, with --stt pocketsphinx, the recognizer) runs: in this process "
+                        "(default), a local process pool, or a Ray Serve deployment")
+    p.add_argument("--inference-processes", type=positive_int, default=1, metavar="N",
+                   help="processes of --inference process-pool (default 1)")
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="the Ray cluster for --inference ray (default: start a local Ray instance)")
+    p.add_argument("--inference-timeout", type=seconds_between(0.01, 60.0), default=1.0, metavar="S",
+                   help="seconds a Smart Turn verdict is waited for before the turn is decided without it "
+                        "(default 1.0)")
+    p.add_argument("--token", metavar="TOKEN",
+                   help="the access token the page needs (?token=...); off 127.0.0.1 one is made up and printed "
+                        "when not given")
+    p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"),
+                   help="serve https with this certificate and key (PEM): browsers give a page the microphone "
+                        "only over https, or on localhost")
+    p.add_argument("--self-signed", action="store_true",
+                   help="serve https with a self-signed certificate made for this host (the browser warns once)")
 
 
 def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
@@ -440,12 +554,14 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         speech_timeout=args.speech_timeout, tail=4.0), err)
     stt = args.stt
     if stt is None:
-        stt = "pocketsphinx" if pocketsphinx_available() else "none"
+        stt = default_stt()
         if stt == "none":
-            print("note: pocketsphinx is not installed (pip install 'rxvoice[stt]'): utterances become "
-                  "placeholders", file=err)
+            print("note: no offline STT is installed (pip install 'rxvoice[stt]', then `rxvoice model install`): "
+                  "utterances become placeholders", file=err)
     elif stt == "pocketsphinx" and not pocketsphinx_available():
         raise CLIError("--stt pocketsphinx needs the pocketsphinx package: pip install 'rxvoice[stt]'")
+    if stt == "whisper":
+        offline_stt("whisper")  # the package and the model checked now, in one line, not at the first connection
     tts = args.tts
     if tts is None:
         tts = "espeak" if shutil.which("espeak-ng") else "paced"
@@ -460,7 +576,51 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         raise CLIError(f"{why} needs the httpx package: pip install 'rxvoice[openai]' "
                        "(from a clone: .venv/bin/pip install -e '.[openai]')")
     return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
-                        llm=llm, allowed_origins=tuple(args.allow_origin))
+                        llm=llm, allowed_origins=tuple(args.allow_origin), **_server_options(args, stt, err))
+
+
+def _server_options(args: argparse.Namespace, stt: str, err: TextIO) -> dict[str, Any]:
+    """The server's own options, checked; off loopback a token is made up when none is given."""
+    from ..transports import new_token
+
+    timeout = getattr(args, "inference_timeout", 1.0)
+    token = getattr(args, "token", None)
+    if token is not None and len(token) < 8:
+        raise CLIError("--token: give at least 8 characters (or leave it out: one is made up)")
+    if token is None and not loopback(args.host):
+        token = new_token()
+    tls: tuple[Path, Path] | None = None
+    if getattr(args, "tls", None):
+        cert, key = (Path(p).expanduser() for p in args.tls)
+        for path in (cert, key):
+            if not path.is_file():
+                raise CLIError(f"--tls: {path} is not a file")
+        tls_context(cert, key)  # fails now, with a one-line error, rather than in every worker
+        tls = (cert, key)
+    elif getattr(args, "self_signed", False):
+        tls = self_signed_certificate(args.host)
+        print(f"note: serving https with a self-signed certificate ({tls[0]}): the browser warns once",
+              file=err)
+    inference = getattr(args, "inference", "in-process")
+    address = getattr(args, "ray_address", None)
+    if address is not None and inference != "ray":
+        raise CLIError("--ray-address goes with --inference ray")
+    if inference == "ray":
+        from ..inference import check_ray_address
+
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise CLIError("--inference ray needs Ray Serve: pip install 'rxvoice[ray]'") from None
+        if address is not None:
+            try:
+                check_ray_address(address)
+            except ConfigurationError as exc:
+                raise CLIError(str(exc)) from None
+    return {"max_sessions": getattr(args, "max_sessions", None), "token": token, "tls": tls,
+            "workers": getattr(args, "workers", 1), "inference": inference,
+            "inference_processes": getattr(args, "inference_processes", 1), "ray_address": address,
+            "inference_timeout": timeout}
 
 
 def _has_httpx() -> bool:
@@ -477,45 +637,40 @@ def _host(text: str) -> str:
     return host
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve until interrupted."""
     options = options_from(args, err)
-    if not _loopback(args.host):
-        print(f"warning: listening on {args.host}: anyone who can reach this address can use your microphone "
-              "page and this machine's CPU; the default 127.0.0.1 keeps it to this machine", file=err)
+    host = args.host
+    if not loopback(host):
+        spend = " and, with OPENAI_BASE_URL set, your API quota" if options.llm == "openai" else ""
+        print(f"warning: listening on {host}: whoever can reach this address and has the token can use the "
+              f"page, this machine's CPU{spend}; the default 127.0.0.1 keeps it to this machine", file=err)
+        if options.tls is None:
+            print("note: browsers give a page the microphone only over https or on localhost: for another "
+                  "machine use --self-signed (or --tls CERT KEY), or an SSH tunnel to 127.0.0.1", file=err)
     try:
-        asyncio.run(_serve(options, args.host, args.port, out))
+        sock = listen(host, args.port)
     except OSError as exc:
-        raise CLIError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    return 0
+        raise CLIError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from None
 
+    def announce(port: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        scheme = "https" if options.tls else "http"
+        query = f"?token={options.token}" if options.token else ""
+        workers = f", {options.workers} workers" if options.workers > 1 else ""
+        print(f"rxvoice serve: open {scheme}://{shown}:{port}/{query} in a browser and speak "
+              f"(stt {options.stt}, tts {options.tts}, stop {options.stop}, model {options.llm}, "
+              f"up to {options.max_sessions} sessions{workers}, inference {options.inference}); Ctrl-C stops",
+              file=out, flush=True)
 
-async def _serve(options: ServeOptions, host: str, port: int, out: TextIO) -> None:
-    from aiohttp import web
-
-    app = make_app(options)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    server = getattr(site, "_server", None)
-    sockets = getattr(server, "sockets", None) or []
-    bound = sockets[0].getsockname()[1] if sockets else port
-    shown = f"[{host}]" if ":" in host else host
-    print(f"rxvoice serve: open http://{shown}:{bound}/ in a browser and speak "
-          f"(stt {options.stt}, tts {options.tts}, stop {options.stop}, model {options.llm}); Ctrl-C stops",
-          file=out, flush=True)
     try:
-        await asyncio.Event().wait()
+        if options.workers > 1:
+            from .server import run_workers
+
+            return run_workers(make_app, options, sock, out, announce)
+        app = make_app(options)
+        tls = tls_context(*options.tls) if options.tls else None
+        asyncio.run(serve_forever(app, sock, tls, announce))
     finally:
-        with contextlib.suppress(Exception):
-            await runner.cleanup()
+        sock.close()
+    return 0

@@ -4,13 +4,8 @@ One registry holds every setup by name: what it is, whether it runs Smart
 Turn, the VAD settings it goes with, the stop-strategy parameters ``--set``
 may change and how to build its stop strategy. ``rxvoice turns``, ``eval``,
 ``serve`` and ``demo``, the text report and the plot all read it, so a new
-setup is one :func:`register_setup` call, and no command compares names::
-
-    register_setup(NamedSetup(
-        name="smart-turn-patient", title="Smart Turn, waiting longer on unsure words",
-        summary="as smart-turn, with unsure_timeout 1.2 s", needs_model=True,
-        parameters=STOP_PARAMETERS, build=lambda s: recommended_turn_setup(s.model, unsure_timeout=1.2).stop,
-        vad=smart_turn_vad))
+setup is one :func:`register_setup` call (see the CLI reference for a
+script that adds one), and no command compares names.
 
 Why a turn ended is never worked out here: each stop strategy reports its
 own reason (:class:`~rxvoice.turns.TurnEndReason`).

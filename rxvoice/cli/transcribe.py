@@ -1,6 +1,8 @@
 """Words for a recording that has no transcript: the VAD and the offline STT over it, in virtual time.
 
-The recording is played as 20 ms chunks through ``VADProcessor`` and
+The recording is played as 20 ms chunks through ``VADProcessor`` and the
+offline STT ``--stt`` names: :class:`~rxvoice.services.whisper.WhisperSTT`
+when faster-whisper and its model are installed, else
 :class:`~rxvoice.services.stt.PocketSphinxSTT` (recognition inline, so the
 run takes as long as the recognizer needs and gives the same words every
 time). Each utterance the VAD delimits becomes a :class:`~rxvoice.testing.Segment`:
@@ -21,31 +23,51 @@ from reactivex.testing import TestScheduler
 from .. import frames as F
 from ..audio.vad import SileroVADAnalyzer, VADAnalyzer, VADParams, WebRTCVADAnalyzer
 from ..audio.vad_processor import VADProcessor
+from ..errors import ModelError
 from ..pipeline import inline_offload, pipeline
 from ..pipeline.session import Session
 from ..services.stt import PocketSphinxSTT, STTService, pocketsphinx_available
+from ..services.whisper import WhisperSTT, whisper_available, whisper_installed
 from ..testing import FrameMarbles, Segment, Transcript
 from ._common import CLIError
 from .wav import RATE, Recording
 
-__all__ = ["STT_CHOICES", "offline_stt", "recognized_words", "transcribe"]
+__all__ = ["STT_CHOICES", "default_stt", "offline_stt", "recognized_words", "stt_label", "transcribe"]
 
-STT_CHOICES = ("pocketsphinx", "none")
+STT_CHOICES = ("whisper", "pocketsphinx", "none")
 CHUNK = 320
 
 
+def default_stt() -> str:
+    """What ``--stt`` means when not given: whisper when it is installed, else pocketsphinx, else none."""
+    if whisper_installed():
+        return "whisper"
+    return "pocketsphinx" if pocketsphinx_available() else "none"
+
+
+def stt_label(choice: str) -> str:
+    """The engine's name as the output shows it."""
+    return {"whisper": "Whisper tiny.en", "pocketsphinx": "PocketSphinx"}.get(choice, choice)
+
+
 def offline_stt(choice: str | None) -> STTService | None:
-    """The STT ``--stt`` names (``None``: PocketSphinx when installed); ``None`` for ``none`` or not installed.
+    """The STT ``--stt`` names (``None``: :func:`default_stt`); ``None`` for ``none`` or nothing installed.
 
     Raises:
-        CLIError: ``--stt pocketsphinx`` without the package installed.
+        CLIError: the engine asked for is not installed, or its model is missing or corrupt (one line).
     """
+    choice = default_stt() if choice is None else choice
     if choice == "none":
         return None
+    if choice == "whisper":
+        if not whisper_available():
+            raise CLIError("--stt whisper needs the faster-whisper package: pip install 'rxvoice[stt]'")
+        try:
+            return WhisperSTT(offload=inline_offload)
+        except ModelError as exc:
+            raise CLIError(str(exc)) from None
     if not pocketsphinx_available():
-        if choice == "pocketsphinx":
-            raise CLIError("--stt pocketsphinx needs the pocketsphinx package: pip install 'rxvoice[stt]'")
-        return None
+        raise CLIError("--stt pocketsphinx needs the pocketsphinx package: pip install 'rxvoice[stt]'")
     return PocketSphinxSTT(offload=inline_offload)
 
 
@@ -103,16 +125,19 @@ def transcribe(
 
 def recognized_words(
     recording: Recording, setup: Any, choice: str | None, err: TextIO, quiet: bool
-) -> Transcript | None:
-    """The words ``--stt`` asks for (None: placeholders), with a note on stderr saying where they came from."""
-    stt = offline_stt(choice)
+) -> tuple[Transcript | None, str | None]:
+    """The words ``--stt`` asks for (None: placeholders) and the engine that gave them, noted on stderr."""
+    engine = default_stt() if choice is None else choice
+    stt = offline_stt(engine)
     if stt is None:
         if choice is None and not quiet:
-            print("note: no transcript and no offline STT (pip install 'rxvoice[stt]'): "
-                  "the words are placeholders from the VAD", file=err)
-        return None
+            print("note: no transcript and no offline STT (pip install 'rxvoice[stt]', then "
+                  "`rxvoice model install`): the words are placeholders from the VAD", file=err)
+        return None, None
     words = transcribe(recording, stt, vad=setup.vad, params=setup.vad_params)
     if not quiet:
-        print(f"note: no transcript: the words are PocketSphinx's ({len(words.segments)} utterances, offline; "
-              "it mishears many voices, see the voice guide); --stt none keeps the VAD placeholders", file=err)
-    return words
+        caveat = ("it mishears many voices, see the voice guide; Whisper is better: pip install 'rxvoice[stt]' "
+                  "and `rxvoice model install stt`") if engine == "pocketsphinx" else "offline"
+        print(f"note: no transcript: the words are {stt_label(engine)}'s ({len(words.segments)} utterances; "
+              f"{caveat}); --stt none keeps the VAD placeholders", file=err)
+    return words, engine

@@ -4,7 +4,9 @@ A transcript is taken from ``--transcript``, else from ``<name>.transcript.json`
 beside the WAV (``--no-transcript`` ignores it); without one, placeholders
 made from the VAD stand in for the STT (see :mod:`rxvoice.cli.runner`).
 A ``labels.csv`` beside the recordings (:mod:`rxvoice.cli.labels`) adds each
-file's verdict against its label, and the accuracy.
+file's verdict against its label, and the accuracy; a row's ``text`` is then
+the recording's words (replayed as the STT, as ``rxvoice eval`` does), in
+place of an offline STT's or placeholders.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, TextIO
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Transcript, load_transcript
 from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model, need_module
-from .labels import LABELS_FILE, Label, judge, read_labels
+from .labels import LABELS_FILE, Label, judge, read_labels, utterance_words
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
 from .runner import analyze
@@ -42,10 +44,13 @@ and a segment labeled true with no turn end before the next segment is a
 missed end.
 
 With a labels.csv beside the recordings (columns file and label, complete
-or incomplete), each file's verdict is compared with its label: complete
-when a stop strategy ended the turn on its own decision, incomplete when it
-waited for a fallback (Smart Turn's 3 s of silence), cut off when a turn
-ended before the speaker's last words; the accuracy is printed.
+or incomplete; text optional), each file's verdict is compared with its
+label: complete when a stop strategy ended the turn on its own decision,
+incomplete when it waited for a fallback (a bounded wait for unfinished or
+unsure words, Smart Turn's own silence fallback, the watchdog), cut off when
+a turn ended before the speaker's last words; the accuracy is printed. A
+row's text is the file's words (one final over the utterance, as rxvoice
+eval replays it), so both commands judge the same words.
 
 Without a transcript, each stretch of speech the VAD hears (pauses shorter
 than --stt-delay joined) becomes a finalized "<speech N>" transcript
@@ -104,8 +109,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--plot", metavar="OUT.png",
                    help="write a timeline PNG (for a folder: a folder to write <name>.png into)")
     p.add_argument("--stt", choices=STT_CHOICES,
-                   help="without a transcript: recognize the words offline (pocketsphinx, the default when "
-                        "installed) or not (none: placeholders from the VAD)")
+                   help="without a transcript: recognize the words offline (whisper, the default when it and "
+                        "its model are installed; else pocketsphinx) or not (none: placeholders from the VAD)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="the folder progress bar on stderr (default: shown on a terminal, never with --json)")
@@ -166,10 +171,18 @@ def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: Tex
     if transcript_path is not None:
         transcript = _load_transcript(transcript_path)
         check_transcript(transcript, recording, transcript_path.name)
-    words = None if transcript is not None else recognized_words(recording, setup, stt, err, quiet)
+    words: Transcript | None = None
+    if transcript is not None:
+        source = "transcript"
+    elif label is not None and label.text:
+        # The row's text is what was said: the words, as `rxvoice eval` replays them (not scored as a transcript).
+        words, source = utterance_words(recording, label.text, label.expected == "complete"), "labels.csv"
+    else:
+        words, engine = recognized_words(recording, setup, stt, err, quiet)
+        source = "placeholders" if words is None or engine is None else engine
     analysis = analyze(recording, setup, transcript=transcript, words=words)
     verdict = judge(analysis, label) if label is not None else None
-    return FileResult(wav, analysis, transcript_path, label=verdict)
+    return FileResult(wav, analysis, transcript_path, label=verdict, words_from=source)
 
 
 def _plot(result: FileResult, out: Path) -> None:

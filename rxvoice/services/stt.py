@@ -63,7 +63,8 @@ from ..pipeline.offload import io_offload as io_offload
 from ..pipeline.processor import EventfulProcessor, Port
 from ._http import Answer, BoundedHTTP, HTTPStage, http_error, need_httpx
 from .stt_session import _FINISH as _FINISH  # (with _STTSession: what a recognizer of its own builds on)
-from .stt_session import Recognizer, Utterance, _STTSession
+from .stt_session import Recognizer, Utterance
+from .stt_session import _STTSession as _STTSession
 
 __all__ = [
     "SPHINX_FAST",
@@ -81,6 +82,20 @@ __all__ = [
     "wav_bytes",
     "word_error_rate",
 ]
+
+_WHISPER_NAMES = frozenset({"WhisperResult", "WhisperSTT", "whisper_installed"})
+
+
+def __getattr__(name: str) -> Any:
+    """``WhisperSTT``, ``WhisperResult``, ``whisper_installed``: importable from here, defined in ``.whisper``.
+
+    Imported on first use (that module builds on this one's base class).
+    """
+    if name in _WHISPER_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.whisper"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 log = logging.getLogger("rxvoice.services.stt")
 

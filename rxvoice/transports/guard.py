@@ -4,11 +4,11 @@
 page of another site must not reach a local server's microphone endpoint.
 Comparing the Origin with the request's ``Host`` header is not enough: both
 come from the client, and a DNS-rebinding page (``evil.example`` resolving
-to this machine) sends ``Host: evil.example:8765`` and ``Origin:
+to the server's address) sends ``Host: evil.example:8765`` and ``Origin:
 http://evil.example:8765``, which match. So the Origin is compared with what
 the server itself is: the address the connection arrived on (an IP literal
 cannot be rebound), ``localhost`` when that address is a loopback one (a
-browser resolves ``localhost`` itself), this machine's own host names, and
+browser resolves ``localhost`` itself), the host's own names, and
 an explicit allow-list. A request without ``Origin`` is not from a browser
 page and passes (the token guards those off loopback).
 
@@ -61,7 +61,7 @@ def _is_loopback(host: str) -> bool:
 
 @functools.cache
 def _machine_names() -> tuple[str, ...]:
-    """This machine's host names (looked up once: ``getfqdn`` may ask a resolver)."""
+    """The host's own names (looked up once: ``getfqdn`` may ask a resolver)."""
     names = {socket.gethostname().lower()}
     with contextlib.suppress(OSError):
         names.add(socket.getfqdn().lower())
@@ -73,7 +73,7 @@ def own_authorities(local_host: str, port: int, *, names: Iterable[str] | None =
 
     ``local_host`` is the address the connection arrived on (the socket's own
     address, never a header). Loopback adds ``localhost``; ``names`` (default:
-    this machine's host names) are added as well.
+    the host's own names) are added as well.
     """
     own = {_authority(local_host.lower(), port)}
     if _is_loopback(local_host):

@@ -52,8 +52,9 @@ def with_model(smart_turn_model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def without_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No model anywhere: the variable unset and an empty user cache."""
+    """No model anywhere: the variables unset and an empty user cache (no Smart Turn, no Whisper)."""
     monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.delenv("RXVOICE_WHISPER_MODEL", raising=False)
     cache = tmp_path / "xdg-cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     return cache

@@ -56,18 +56,34 @@ def labeled_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_labeled_folder_shows_each_verdict_and_the_accuracy(with_model: Path, labeled_folder: Path) -> None:
-    """labels.csv: each row's label and verdict (right/WRONG) in the table, then the accuracy per label."""
+    """labels.csv: each row's label and verdict (right/WRONG) in the table, then the accuracy per label.
+
+    Each row's text is the recording's words (as `rxvoice eval` replays them): "So what I was thinking is that"
+    and "Yes, but only if the" end unfinished, so the recommended stop waits its bounded wait for unfinished words.
+    """
     r = run_cli("turns", str(labeled_folder))
     assert r.code == 0, r.err
     rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith(("complete", "incomplete"))}
     assert "label       verdict" in r.out
     assert " complete    complete    right  model 0.99" in rows[TURN_FILES[0]]
-    # No transcript: the words are placeholders, Smart Turn says incomplete, the bounded wait for unsure words ends it.
-    assert " incomplete  incomplete  right  unsure" in rows[TURN_FILES[2]]
-    # "Yes," is answered (Smart Turn 0.96) while "but only if the" follows: cut off, whatever the label.
-    # PocketSphinx's words for the rest end in "the": the later stretch waits the bounded wait for unfinished words.
-    assert " incomplete  cut off     WRONG  model 0.96, unfinished" in rows[CUT_OFF]
-    assert "labels.csv: 3 of 4 verdicts match the labels (75.0%): complete 2/2, incomplete 1/2" in r.out
+    assert " incomplete  incomplete  right  unfinished" in rows[TURN_FILES[2]]
+    assert " incomplete  incomplete  right  unfinished" in rows[CUT_OFF]
+    assert "labels.csv: 4 of 4 verdicts match the labels (100.0%): complete 2/2, incomplete 2/2" in r.out
+    r = run_cli("turns", str(labeled_folder / CUT_OFF))
+    assert "no transcript (the words: the text of its row in labels.csv)" in r.out
+    assert '"Yes, but only if the"' in r.out and "PocketSphinx" not in r.err
+
+
+def test_turns_and_eval_agree_on_a_labeled_folder(with_model: Path, labeled_folder: Path) -> None:
+    """The same labels.csv, the same words (each row's text): each file right in `turns` is found or held in `eval`."""
+    turns = json.loads(run_cli("turns", str(labeled_folder), "--json").out)
+    right = {Path(x["file"]).name: x["label"]["correct"] for x in turns["recordings"]}
+    assert {Path(x["file"]).name: x["words_from"] for x in turns["recordings"]} == dict.fromkeys(right, "labels.csv")
+    evaluation = json.loads(run_cli("eval", str(labeled_folder), "--json").out)
+    outcomes = {Path(x["file"]).name: x["pauses"][-1]["outcome"] for x in evaluation["runs"][0]["recordings"]}
+    assert set(outcomes) == set(right)
+    assert {name: outcome in ("found", "held") for name, outcome in outcomes.items()} == right
+    assert right == dict.fromkeys(right, True)
 
 
 def test_a_labeled_folder_with_a_speech_timeout_calls_everything_complete(without_model: Path,
@@ -78,9 +94,17 @@ def test_a_labeled_folder_with_a_speech_timeout_calls_everything_complete(withou
     assert "labels.csv: 2 of 4 verdicts match the labels (50.0%): complete 2/2, incomplete 0/2" in r.out
 
 
-def test_json_has_a_summary_and_each_label(with_model: Path, labeled_folder: Path) -> None:
-    """--json: a summary object (the table's totals and the accuracy); each recording's label; old keys kept."""
-    r = run_cli("turns", str(labeled_folder), "--json")
+def test_json_has_a_summary_and_each_label(with_model: Path, labeled_folder: Path, tmp_path: Path) -> None:
+    """--json: a summary object (the table's totals and the accuracy); each recording's label; old keys kept.
+
+    A row without text leaves the words to the STT (placeholders here): "Yes," is then answered (Smart Turn
+    0.96) while "but only if the" follows, a cut-off.
+    """
+    folder = tmp_path / "labeled"
+    shutil.copytree(labeled_folder, folder)
+    csv_text = (folder / "labels.csv").read_text()
+    (folder / "labels.csv").write_text(csv_text.replace('"Yes, but only if the"', ""))
+    r = run_cli("turns", str(folder), "--json", "--stt", "none")
     assert r.code == 0, r.err
     data = json.loads(r.out)
     summary = data["summary"]
@@ -90,9 +114,10 @@ def test_json_has_a_summary_and_each_label(with_model: Path, labeled_folder: Pat
                                               "incomplete": {"correct": 1, "total": 2}}}
     assert summary["latency_median"] is not None and summary["latency_max"] >= summary["latency_median"]
     recs = {Path(x["file"]).name: x for x in data["recordings"]}
+    assert recs[CUT_OFF]["words_from"] == "placeholders" and recs[TURN_FILES[0]]["words_from"] == "labels.csv"
     label = recs[CUT_OFF]["label"]
     assert (label["expected"], label["verdict"], label["correct"]) == ("incomplete", "cut off", False)
-    assert label["cut_off_at"] == pytest.approx(1.06, abs=0.05) and label["text"] == "Yes, but only if the"
+    assert label["cut_off_at"] == pytest.approx(1.06, abs=0.05) and label["text"] is None
     assert label["reference_probability"] == pytest.approx(0.32118)
     turn = recs[TURN_FILES[0]]["turns"][0]
     assert {"ended", "cause", "premature"} <= set(turn)

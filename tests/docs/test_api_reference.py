@@ -40,6 +40,9 @@ PUBLIC_SUBMODULES = (
     "rxvoice.turns.strategy",
     "rxvoice.testing.pytest_plugin",
     "rxvoice.services.stt",
+    "rxvoice.services.whisper",
+    "rxvoice.services.whisper_model",
+    "rxvoice.services.spoken",
     "rxvoice.services.tts",
 )
 

@@ -33,6 +33,13 @@ function log(text, cls) {
 async function start() {
   $("start").disabled = true;
   $("status").textContent = "asking for the microphone…";
+  if (!window.isSecureContext || !navigator.mediaDevices) {
+    // Browsers give the microphone only to https pages and to localhost.
+    $("status").textContent = "no microphone: this page is not a secure context (open it over https: " +
+      "rxvoice serve --self-signed or --tls CERT KEY, or on localhost through an SSH tunnel)";
+    $("start").disabled = false;
+    return;
+  }
   try {
     state.stream = await navigator.mediaDevices.getUserMedia({
       audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
@@ -44,7 +51,9 @@ async function start() {
   }
   state.ctx = new AudioContext();
   await state.ctx.audioWorklet.addModule("/static/mic-worklet.js");
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+  const token = new URLSearchParams(location.search).get("token");
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws` +
+    (token ? `?token=${encodeURIComponent(token)}` : "");
   const ws = new WebSocket(url);
   ws.binaryType = "arraybuffer";
   state.ws = ws;
@@ -66,7 +75,12 @@ async function start() {
   };
   ws.onmessage = (e) => (typeof e.data === "string" ? onEvent(JSON.parse(e.data)) : play(e.data));
   ws.onclose = (e) => {
-    $("status").textContent = e.code === 1000 || e.code === 1005 ? "disconnected" : `disconnected (${e.code} ${e.reason})`;
+    if (e.code === 1013) {
+      $("status").textContent = `server full: ${e.reason.replace(/^server full: /, "")}`;
+      log(`server full: ${e.reason}`);
+    } else {
+      $("status").textContent = e.code === 1000 || e.code === 1005 ? "disconnected" : `disconnected (${e.code} ${e.reason})`;
+    }
     $("start").disabled = false;
     $("stop").disabled = true;
   };
@@ -138,6 +152,10 @@ function onEvent(ev) {
     }
     case "interrupt": stopPlayback(); break;
     case "context": showConversation(ev.messages); break;
+    case "fallback":
+      state.counts.fallbacks = (state.counts.fallbacks || 0) + 1;
+      log(`${ev.question === "turn" ? "Smart Turn" : "speech-to-text"} on ${ev.backend}: ${ev.reason}; decided without it`, "verdict");
+      break;
     case "error":
       state.counts.errors++;
       log(`server: ${ev.message}`);

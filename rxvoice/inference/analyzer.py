@@ -1,0 +1,108 @@
+"""Smart Turn through a backend: an end-of-turn analyzer whose verdicts wait a bounded time.
+
+:class:`BackendTurnAnalyzer` is an ordinary
+:class:`~rxvoice.turns.EndOfTurnAnalyzer`: any stop strategy takes it
+(``recommended_turn_setup(analyzer=...)``, ``TurnAnalyzerStop(...)``), and
+its streams buffer each session's audio exactly as
+:class:`~rxvoice.audio.turn.SmartTurnAnalyzer`'s do. Only the verdict goes
+elsewhere: the stream's window is sent to the backend, and the analysis job
+(on the stage's offload, :func:`~rxvoice.inference.waiter_offload` in
+``rxvoice serve``) waits for the answer at most ``timeout`` seconds.
+
+**The fallback.** A backend that fails or does not answer in time never
+holds the turn: the verdict is taken as incomplete (no probability), an
+:class:`~rxvoice.inference.InferenceFallback` is reported to ``on_fallback``
+and logged, and the stop strategy decides without the model: the
+recommended stop (:class:`~rxvoice.turns.FusedTurnStop`) on the words and
+the silence (finished words are answered at once, others after its
+``unsure_timeout``), :class:`~rxvoice.turns.TurnAnalyzerStop` at the next
+pause or after Smart Turn's 3 s of silence. The session goes on; the next
+pause asks the backend again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import math
+import time
+from collections.abc import Callable
+
+from ..audio.pcm import Float32Array
+from ..audio.turn import SmartTurnParams, SmartTurnStream
+from ..errors import ConfigurationError
+from .backend import InferenceBackend, InferenceError, InferenceFallback
+
+__all__ = ["BackendTurnAnalyzer"]
+
+log = logging.getLogger("rxvoice.inference")
+
+
+class BackendTurnAnalyzer:
+    """Smart Turn streams judged by an :class:`~rxvoice.inference.InferenceBackend`, each verdict bounded in time.
+
+    Args:
+        backend: Where the windows are judged.
+        timeout: Seconds a verdict is waited for before the fallback.
+        params: Buffering of the streams (Smart Turn's defaults).
+        on_fallback: Called with each :class:`~rxvoice.inference.InferenceFallback` (on the worker
+            that waited; make one analyzer per session to report to that session).
+    """
+
+    def __init__(
+        self,
+        backend: InferenceBackend,
+        *,
+        timeout: float = 1.0,
+        params: SmartTurnParams | None = None,
+        on_fallback: Callable[[InferenceFallback], None] | None = None,
+    ) -> None:
+        if not callable(getattr(backend, "turn_probabilities", None)):
+            raise ConfigurationError(f"BackendTurnAnalyzer needs an InferenceBackend, got {backend!r}")
+        if (isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout)
+                or timeout <= 0):
+            raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if params is not None and not isinstance(params, SmartTurnParams):
+            raise ConfigurationError(f"params must be a SmartTurnParams, got {params!r}")
+        self.backend = backend
+        self.timeout = float(timeout)
+        self.params = params or SmartTurnParams()
+        self.on_fallback = on_fallback
+        self.fallbacks = 0
+        """Verdicts that fell back so far."""
+
+    def open_stream(self, sample_rate: int = 16000) -> SmartTurnStream:
+        """A session's stream (the ``EndOfTurnAnalyzer`` protocol)."""
+        return SmartTurnStream(self._judge, sample_rate, self.params)
+
+    def with_fallback(self, on_fallback: Callable[[InferenceFallback], None]) -> BackendTurnAnalyzer:
+        """The same backend and settings, reporting to ``on_fallback`` (one per session)."""
+        return BackendTurnAnalyzer(self.backend, timeout=self.timeout, params=self.params, on_fallback=on_fallback)
+
+    def _judge(self, segment: Float32Array) -> float:
+        """On the analysis worker: the backend's probability, or InferenceError after the fallback."""
+        started = time.monotonic()  # a real clock is the point: the bound on a real wait
+        future = self.backend.turn_probabilities([segment])
+        try:
+            (probability,) = future.result(timeout=self.timeout)
+            return float(probability)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            reason = f"no answer within {self.timeout:g} s"
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        waited = round(time.monotonic() - started, 3)
+        fallback = InferenceFallback("turn", getattr(self.backend, "name", type(self.backend).__name__), reason,
+                                     waited)
+        self.fallbacks += 1
+        log.warning("Smart Turn on the %s backend: %s; the turn is decided without the model", fallback.backend,
+                    reason)
+        if self.on_fallback is not None:
+            try:
+                self.on_fallback(fallback)
+            except Exception:
+                log.exception("an inference fallback handler failed; contained")
+        raise InferenceError(f"the {fallback.backend} backend: {reason}")
+
+    def __repr__(self) -> str:
+        return f"BackendTurnAnalyzer({self.backend!r}, timeout={self.timeout:g})"

@@ -1,0 +1,412 @@
+"""WhisperSTT: offline speech-to-text with Whisper tiny.en (faster-whisper, int8 on the CPU).
+
+Place it where any STT stage goes, after the VAD::
+
+    pipeline(transport.input(), VADProcessor(), WhisperSTT(), pair.user(), llm, tts, transport.output(),
+             pair.assistant())
+
+Whisper is not a streaming model: it reads a stretch of audio and writes its
+words. So the stage transcribes the VAD's speech segments. Every pause the
+VAD reports (a ``VADUserStoppedSpeakingFrame``) closes the running segment
+and transcribes it at once, so its words are ready when the turn decision
+asks for them a moment later: one ``TranscriptionFrame(finalized=True)`` per
+segment. A segment still running after ``interim_interval`` seconds (4 s by
+default) gets an ``InterimTranscriptionFrame`` every ``interim_interval``
+seconds of new speech (a guess from the segment alone, without the context:
+about a third cheaper than a final). A segment longer than the model's 30 s window is read
+window by window (faster-whisper seeks to the last word it heard, so no word
+is lost at a window's edge).
+
+Short segments are hard for Whisper ("to" at the end of "a flight to" comes
+back as "2"), so each one is transcribed with up to ``context`` seconds of
+the session's previous speech before it, and only the words heard in the new
+segment are kept (a word belongs to it when its middle falls after the
+boundary).
+
+The words come out as a caller says them (:func:`~rxvoice.services.spoken.spoken_words`):
+numbers as number words ("forty two", codes digit by digit "four eight two
+six one"), spelled letters as single lower-case letters ("j o r d a n"),
+lower case without punctuation (``punctuation=True`` keeps Whisper's marks,
+which reflect only the audio so far and put a full stop after most
+segments). The ``result`` of each final is a :class:`WhisperResult`: where
+the segment was said (an :class:`~rxvoice.services.stt.Utterance`), each
+word's timing and probability, the segment's average log-probability and
+no-speech probability, and Whisper's own text.
+
+Threads: one transcription per session at a time (a session's jobs are
+queued), on :func:`whisper_offload`, a pool of :data:`WHISPER_WORKERS`
+threads shared by every session of the process (``RXVOICE_WHISPER_WORKERS``,
+default: the number of cores, at most 4), each transcription running on one
+CTranslate2 thread (``cpu_threads=1``). CTranslate2 releases the GIL while it
+runs, so the event loop and the other sessions go on. One model is loaded per
+process and shared (it holds no per-session state); loading takes 0.3-0.8 s,
+on the worker, when the first session starts.
+
+The model is never downloaded at run time: ``rxvoice model install`` puts it
+in the user cache (:mod:`~rxvoice.services.whisper_model`). Install the
+engine with ``pip install 'rxvoice[stt]'``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import difflib
+import importlib.util
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..aggregators.reports import iso8601
+from ..errors import ConfigurationError, ModelError
+from ..frames import TranscriptionFrame
+from ..pipeline.processor import Port
+from .spoken import spoken_words
+from .stt import _FINISH, Recognizer, STTService, Utterance, _STTSession
+from .whisper_model import check_whisper_model, find_whisper_model
+
+__all__ = [
+    "WHISPER_WORKERS",
+    "WhisperResult",
+    "WhisperSTT",
+    "WhisperWord",
+    "whisper_available",
+    "whisper_installed",
+    "whisper_offload",
+]
+
+log = logging.getLogger("rxvoice.services.whisper")
+
+_RATE = 16000
+
+
+def _workers() -> int:
+    raw = os.environ.get("RXVOICE_WHISPER_WORKERS", "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigurationError(f"RXVOICE_WHISPER_WORKERS must be a whole number, got {raw!r}") from None
+        if not 1 <= value <= 64:
+            raise ConfigurationError(f"RXVOICE_WHISPER_WORKERS must be 1..64, got {value}")
+        return value
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+WHISPER_WORKERS = _workers()
+"""Threads transcribing for all the process's WhisperSTT sessions (each transcription uses one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WhisperWord:
+    """One spoken word of a final: seconds into the session, and Whisper's probability for it (0..1)."""
+
+    word: str
+    start: float
+    end: float
+    probability: float
+
+
+@dataclass(frozen=True)
+class WhisperResult(Utterance):
+    """The ``result`` of a WhisperSTT final: where it was said, and how sure Whisper was.
+
+    Attributes:
+        words: the final's words, with their timings and probabilities (several
+            spoken words from one written one, "$42", share its probability and
+            split its time).
+        avg_logprob: the average log-probability of the tokens (Whisper's
+            segment confidence; below -1 the words are often wrong).
+        no_speech_prob: Whisper's probability that the audio holds no speech.
+        heard: Whisper's own text for the segment (punctuation, digits, case).
+    """
+
+    words: tuple[WhisperWord, ...] = ()
+    avg_logprob: float = 0.0
+    no_speech_prob: float = 0.0
+    heard: str = ""
+
+
+class _Heard(str):
+    """A final's text that carries the details to the session (the base stage passes text around)."""
+
+    words: tuple[tuple[str, float, float, float], ...]  # word, start and end (seconds into the segment), p
+    avg_logprob: float
+    no_speech_prob: float
+    heard: str
+
+
+def whisper_available() -> bool:
+    """Whether the engine (faster-whisper) is installed."""
+    return importlib.util.find_spec("faster_whisper") is not None
+
+
+def whisper_installed() -> bool:
+    """Whether WhisperSTT can run here: faster-whisper installed and the model found (not hashed here)."""
+    from .whisper_model import whisper_model_found
+
+    return whisper_available() and whisper_model_found()
+
+
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_LOCK = threading.Lock()
+_MODELS: dict[tuple[str, str, int], Any] = {}
+
+
+def whisper_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    """Run ``job`` on the Whisper threads (:data:`WHISPER_WORKERS`, shared): WhisperSTT's default offload.
+
+    Apart from the compute workers of :func:`rxvoice.workers.shared_pool`, so a
+    queue of transcriptions never delays an end-of-turn verdict.
+    """
+    global _POOL
+    pool = _POOL
+    if pool is None:
+        with _LOCK:
+            pool = _POOL
+            if pool is None:
+                pool = _POOL = concurrent.futures.ThreadPoolExecutor(WHISPER_WORKERS,
+                                                                     thread_name_prefix="rxvoice-whisper")
+    return pool.submit(job)
+
+
+def _shared_model(folder: str, compute_type: str) -> Any:
+    """The process's model for ``folder``: loaded once, called from up to WHISPER_WORKERS threads at once."""
+    key = (folder, compute_type, WHISPER_WORKERS)
+    with _LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            from faster_whisper import WhisperModel
+
+            try:
+                model = WhisperModel(folder, device="cpu", compute_type=compute_type, cpu_threads=1,
+                                     num_workers=WHISPER_WORKERS, local_files_only=True)
+            except Exception as exc:  # a file CTranslate2 cannot read
+                raise ModelError(f"the Whisper model at {folder} did not load ({exc}): run "
+                                 "`rxvoice model install stt` to replace it") from exc
+            _MODELS[key] = model
+    return model
+
+
+class _WhisperRecognizer:
+    """One session's segments: the running one, and the previous speech kept as context."""
+
+    def __init__(self, stt: WhisperSTT) -> None:
+        self.stt = stt
+        self.model = _shared_model(stt.model_folder, stt.compute_type)
+        self.audio = bytearray()
+        self.context = bytearray()
+        self.said: list[str] = []  # the words of the previous finals (of the context), bare
+        self.fresh = 0  # bytes of the running segment not yet transcribed
+        self.interim_bytes = round(stt.interim_interval * _RATE) * 2
+        self.context_bytes = round(stt.context * _RATE) * 2
+
+    def accept(self, audio: bytes) -> str | None:
+        self.audio += audio
+        self.fresh += len(audio)
+        if self.fresh < self.interim_bytes:
+            return None
+        self.fresh = 0
+        return str(self._transcribe(context=False))  # a guess: the segment alone, about a third cheaper
+
+    def finish(self) -> str:
+        if not self.audio:
+            return ""
+        heard = self._transcribe()
+        if self.context_bytes:
+            self.context = (self.context + self.audio)[-self.context_bytes:]
+            self.said = (self.said + [_bare(w) for w in heard.split()])[-4 * _ALIGN_WORDS:]
+        self.audio = bytearray()
+        self.fresh = 0
+        return heard
+
+    def close(self) -> None:
+        self.audio = bytearray()
+        self.context = bytearray()
+
+    def _transcribe(self, *, context: bool = True) -> _Heard:
+        stt = self.stt
+        before = self.context if context else bytearray()
+        pcm = bytes(before + self.audio)
+        samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+        boundary = len(before) / 2 / _RATE
+        seconds = len(samples) / _RATE
+        segments, _info = self.model.transcribe(
+            samples, language="en", beam_size=stt.beam_size, best_of=1, temperature=0.0,
+            condition_on_previous_text=False, word_timestamps=True, vad_filter=False,
+            max_new_tokens=min(200, 16 + round(8 * min(seconds, 30.0))),
+        )
+        spoken: list[_Token] = []
+        for index, segment in enumerate(segments):
+            if _silent(segment):
+                continue
+            for w in segment.words or ():
+                said = spoken_words(w.word, keep_punctuation=stt.punctuation)
+                step = (w.end - w.start) / max(1, len(said))
+                for i, text in enumerate(said):
+                    start = w.start + i * step
+                    spoken.append(_Token(text, start, start + step, float(w.probability), w.word.strip(), index,
+                                         float(segment.avg_logprob), float(segment.no_speech_prob), i == 0))
+        mine = spoken[_split(spoken, boundary, self.said if before else [])]
+        heard = _Heard(" ".join(t.text for t in mine))
+        heard.words = tuple((t.text, round(max(0.0, t.start - boundary), 3), round(max(0.0, t.end - boundary), 3),
+                             round(t.probability, 3)) for t in mine)
+        by_segment = {t.segment: (t.avg_logprob, t.no_speech_prob) for t in mine}
+        heard.avg_logprob = round(sum(a for a, _ in by_segment.values()) / len(by_segment), 3) if by_segment else 0.0
+        heard.no_speech_prob = round(max((n for _, n in by_segment.values()), default=0.0), 3)
+        heard.heard = " ".join(t.written for t in mine if t.first)
+        return heard
+
+
+def _silent(segment: Any) -> bool:
+    """Whisper's words for audio it thinks holds no speech, said with little confidence ("you" in silence)."""
+    words = segment.words or ()
+    mean = sum(float(w.probability) for w in words) / len(words) if words else 0.0
+    return float(segment.no_speech_prob) > _NO_SPEECH and (float(segment.avg_logprob) < -0.8 or mean < 0.3)
+
+
+_NO_SPEECH = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    """One spoken word of a transcription, with its written word's details (times in the transcribed audio)."""
+
+    text: str
+    start: float
+    end: float
+    probability: float
+    written: str
+    segment: int
+    avg_logprob: float
+    no_speech_prob: float
+    first: bool  # the first spoken word of its written word
+
+
+def _split(tokens: list[_Token], boundary: float, said: list[str]) -> slice:
+    """The tokens heard in the new segment, after the context's.
+
+    By time, a token is new when its middle falls after the boundary; but
+    Whisper's word times can be off by half a second, so when the context's
+    words (what the previous finals said) are found at the start, the new
+    words begin right after them.
+    """
+    by_time = next((i for i, t in enumerate(tokens) if (t.start + t.end) / 2 >= boundary), len(tokens))
+    tail = said[-_ALIGN_WORDS:]
+    if not tail:
+        return slice(by_time, None)
+    words = [_bare(t.text) for t in tokens]
+    matcher = difflib.SequenceMatcher(None, words, tail, autojunk=False)
+    blocks = [b for b in matcher.get_matching_blocks() if b.size]
+    if not blocks:
+        return slice(by_time, None)
+    last = blocks[-1]
+    matched = sum(b.size for b in blocks)
+    if last.b + last.size < len(tail) - 1 or matched * 2 < len(tail):
+        return slice(by_time, None)  # the previous words are not there: trust the times
+    by_text = last.a + last.size
+    if last.b + last.size < len(tail):
+        by_text += 1  # the previous final's last word, heard differently this time
+    if abs(by_text - by_time) > _ALIGN_WORDS:
+        return slice(by_time, None)
+    return slice(by_text, None)
+
+
+_ALIGN_WORDS = 8
+
+
+def _bare(word: str) -> str:
+    return word.rstrip(".,?!;:…")
+
+
+class _WhisperSession(_STTSession):
+    """The STT session, with finals that carry a :class:`WhisperResult`."""
+
+    stt: WhisperSTT
+
+    def _emit(self, kind: int, text: str | None, span: Utterance | None) -> None:
+        if kind != _FINISH or not isinstance(text, _Heard) or span is None or not text.strip():
+            super()._emit(kind, text, span)
+            return
+        stt = self.stt
+        self.last_interim = ""
+        origin = max(0.0, span.start - stt.pre_roll)
+        words = tuple(WhisperWord(w, round(origin + a, 3), round(origin + b, 3), p) for w, a, b, p in text.words)
+        result = WhisperResult(span.start, span.end, words=words, avg_logprob=text.avg_logprob,
+                               no_speech_prob=text.no_speech_prob, heard=text.heard)
+        frame = TranscriptionFrame(" ".join(text.split()), user_id=stt.user_id, timestamp=iso8601(self.port.time()),
+                                   language=stt.language, result=result, finalized=True)
+        self.port.push_down(frame)
+        if self.port.events is not None:
+            self.port.events.emit("on_transcription", frame)
+
+
+class WhisperSTT(STTService):
+    """Offline speech recognition with Whisper tiny.en, int8 on the CPU: see the module docs.
+
+    Args:
+        model_path: the model folder (default: ``RXVOICE_WHISPER_MODEL``, else
+            the user cache that ``rxvoice model install`` fills).
+        context: seconds of the session's previous speech transcribed before
+            each segment (0: each segment alone).
+        punctuation: keep Whisper's punctuation on the words (default: none).
+        beam_size: the decoder's beam (1: greedy, about 10 % less CPU and a fifth more errors on
+            the development calls).
+        compute_type: CTranslate2's type (``int8``; ``float32`` is slower, no better here).
+        verify: check the model files' sha256 at construction (once per process).
+        **kwargs: As for :class:`~rxvoice.services.stt.STTService`; ``offload``
+            defaults to :func:`whisper_offload`, ``interim_interval`` to 4 s,
+            ``ttfs_p99_latency`` to 0.8 s.
+
+    Raises:
+        ConfigurationError: faster-whisper is not installed (``pip install 'rxvoice[stt]'``), or a bad argument.
+        ModelNotFoundError: no model where it was looked for (the message names ``rxvoice model install``).
+        ModelError: the model's files are not the pinned ones (corrupt).
+    """
+
+    name = "WhisperSTT"
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        context: float = 10.0,
+        punctuation: bool = False,
+        beam_size: int = 5,
+        compute_type: str = "int8",
+        verify: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if not whisper_available():
+            raise ConfigurationError("WhisperSTT needs the faster-whisper package: pip install 'rxvoice[stt]'")
+        kwargs.setdefault("offload", whisper_offload)
+        kwargs.setdefault("interim_interval", 4.0)
+        kwargs.setdefault("ttfs_p99_latency", 0.8)
+        super().__init__(**kwargs)
+        if self.language is not None and self.language.lower().replace("_", "-").split("-")[0] != "en":
+            raise ConfigurationError(f"WhisperSTT's model (tiny.en) hears English only, not {self.language!r}")
+        if isinstance(context, bool) or not isinstance(context, int | float) or not 0 <= context <= 20:
+            raise ConfigurationError(f"context must be 0..20 seconds, got {context!r}")
+        if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= 10:
+            raise ConfigurationError(f"beam_size must be 1..10, got {beam_size!r}")
+        if compute_type not in ("int8", "int8_float32", "float32"):
+            raise ConfigurationError(f"compute_type must be int8, int8_float32 or float32, got {compute_type!r}")
+        self.context = float(context)
+        self.punctuation = bool(punctuation)
+        self.beam_size = beam_size
+        self.compute_type = compute_type
+        self.model_folder = str(check_whisper_model(find_whisper_model(model_path), verify=verify))
+
+    def __repr__(self) -> str:
+        return f"WhisperSTT({self.model_folder!r})"
+
+    def new_recognizer(self) -> Recognizer:
+        return _WhisperRecognizer(self)
+
+    def open(self, port: Port) -> _WhisperSession:
+        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
+        return _WhisperSession(self, port)
