@@ -52,14 +52,14 @@ from ..audio.vad.analyzer import WindowAnalysis
 from ..audio.vad_processor import VADProcessor
 from ..context import LLMContext
 from ..frames import DOWN, Direction, Frame
-from ..pipeline import pipeline
+from ..pipeline import SchedulerOffload, pipeline
 from ..pipeline.bridges import loop_scheduler
 from ..pipeline.processor import Port, Processor
 from ..pipeline.session import Session
 from ..pipeline.stage import Stage
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
-from ..turns import SchedulerOffload, TurnsConfig
+from ..turns import TurnsConfig
 from .observations import (
     BotReply,
     Observation,

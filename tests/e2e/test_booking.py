@@ -61,7 +61,8 @@ def test_the_recommended_setup_answers_three_times_with_the_words_just_spoken(de
 @pytest.mark.parametrize("latency", [0.02, 0.04])
 def test_the_recommended_setup_answers_within_0_3_s_when_the_words_and_audio_agree(latency: float) -> None:
     """Transcript 0.1 s after speech: the answers whose words and audio agree come at most 0.3 s after the
-    segment's end (the VAD stop, then the audio model's verdict, which the calibrated wait takes in). The last, "thanks that is all", waits: the words' signal reads "is all" as likely to go on
+    segment's end (the VAD stop, then the audio model's verdict, which the calibrated wait takes in).
+    The last, "thanks that is all", waits: the words' signal reads "is all" as likely to go on
     (a known shortfall against the 0.35 s p90 target; docs/turn-taking.md)."""
     call = recommended_call(0.1, latency)
     gaps = [answer - end for answer, end in zip(call.answers, call.transcript.turn_ends, strict=True)]

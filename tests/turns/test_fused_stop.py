@@ -237,7 +237,8 @@ def test_a_digits_reading_with_pauses_of_0_6_1_0_and_1_5_s_is_one_turn() -> None
     """A caller reads a number in four groups; the pauses grow (0.6, 1.0, 1.5 s). The reading's own
     rhythm holds each of them, so the number is answered once, after its last group."""
     from rxvoice.aggregators import Pair
-    from rxvoice.turns import TurnsConfig, inline_offload
+    from rxvoice.pipeline import inline_offload
+    from rxvoice.turns import TurnsConfig
 
     from .helpers import marbles, times, users
 
@@ -259,7 +260,8 @@ def test_a_reopened_turn_keeps_its_reading_wait() -> None:
     caller's "two" reopens the turn, which then reads as a number being read ("one two") and waits
     its reading's rhythm instead of ending the moment "two" is in."""
     from rxvoice.aggregators import Pair
-    from rxvoice.turns import TurnsConfig, inline_offload
+    from rxvoice.pipeline import inline_offload
+    from rxvoice.turns import TurnsConfig
 
     from .helpers import marbles, times, users
 
