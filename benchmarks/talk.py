@@ -77,7 +77,8 @@ def backchannels(folder: Path) -> None:
         def share(s: dict[str, object], n: str, d: str) -> str:
             return f"{int(s[n]) / int(s[d]):.0%}"  # type: ignore[call-overload]
 
-        print(f"{name:<16}{share(off, 'continuers_kept', 'continuers'):>10}{share(on, 'continuers_kept', 'continuers'):>10}"
+        print(f"{name:<16}{share(off, 'continuers_kept', 'continuers'):>10}"
+              f"{share(on, 'continuers_kept', 'continuers'):>10}"
               f"{share(off, 'interruptions_caught', 'interruptions'):>12}"
               f"{share(on, 'interruptions_caught', 'interruptions'):>11}"
               f"{off['barge_in_p50']:>17.2f}s{on['barge_in_p50']:>6.2f}s{off['barge_in_p90']:>8.2f}s"

@@ -25,9 +25,9 @@ from ..frames import (
     TTSTextFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
+from ..pipeline.shell import StageShell
 from ..text.parts import concatenate
 from .assistant_core import ASSISTANT_EVENTS, AssistantCore, AssistantState
-from .shell import StageShell
 
 if TYPE_CHECKING:
     from .summarizer import Summarizer, SummarizerSession

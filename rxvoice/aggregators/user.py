@@ -37,12 +37,13 @@ from ..frames import (
     TranslationFrame,
     UserBackchannelFrame,
 )
+from ..pipeline.offload import Offload
 from ..pipeline.processor import Port
+from ..pipeline.shell import TurnShell, TurnStage
 from ..turns.config import TurnsConfig
 from ..turns.controller import TurnController
 from ..turns.machine import TurnMachine
 from ..turns.mute import MuteStrategy
-from ..turns.offload import Offload
 from ..turns.reports import (
     EVENT_USER_BACKCHANNEL,
     EVENT_USER_MUTE_STARTED,
@@ -58,7 +59,6 @@ from ..turns.reports import (
     EVENT_USER_TURN_STOPPED,
 )
 from .context_writes import context_update, tool_choice_update, tools_update
-from .shell import TurnShell, TurnStage
 from .user_words import UserWords
 from .vad_config import VADConfig
 
@@ -105,8 +105,8 @@ class UserAggregator(TurnStage):
     ``offload`` is where heavy strategy work (an end-of-turn model) runs:
     a callable taking a job and returning a ``concurrent.futures.Future``
     (default: rxvoice's shared worker pool). Tests set it to
-    :func:`rxvoice.turns.inline_offload` or a
-    :class:`rxvoice.turns.SchedulerOffload` to put model latency in virtual
+    :func:`rxvoice.pipeline.inline_offload` or a
+    :class:`rxvoice.pipeline.SchedulerOffload` to put model latency in virtual
     time; it can be set after construction (``pair.user().offload = ...``),
     before the pipeline runs.
     """

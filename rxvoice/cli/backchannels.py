@@ -35,11 +35,11 @@ from ..aggregators import Pair
 from ..audio.vad_processor import VADProcessor
 from ..context import LLMContext
 from ..frames import Frame
-from ..pipeline import pipeline
-from ..testing import Segment, Transcript, replay_transcript
-from ..turns import SchedulerOffload, TranscriptionStart, TurnsConfig, VADStart
-from ..turns.backchannel import BackchannelStart
+from ..pipeline import SchedulerOffload, pipeline
 from ..services.stt import STTService
+from ..testing import Segment, Transcript, replay_transcript
+from ..turns import TranscriptionStart, TurnsConfig, VADStart
+from ..turns.backchannel import BackchannelStart
 from ._common import CLIError
 from .runner import _audio, _chunks, _Tap, _timeline, _vad_factory
 from .setups import Setup, stop_strategy

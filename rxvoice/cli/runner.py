@@ -60,7 +60,7 @@ from ..audio.vad.analyzer import WindowAnalysis
 from ..audio.vad_processor import VADProcessor
 from ..context import LLMContext
 from ..frames import DOWN, Direction, Frame
-from ..pipeline import pipeline
+from ..pipeline import SchedulerOffload, pipeline
 from ..pipeline.bridges import loop_scheduler
 from ..pipeline.processor import Port, Processor
 from ..pipeline.session import Session
@@ -68,7 +68,7 @@ from ..pipeline.stage import Stage
 from ..services.tts import PacedTextTTS
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
-from ..turns import SchedulerOffload, TranscriptionStart, TurnsConfig, VADStart
+from ..turns import TranscriptionStart, TurnsConfig, VADStart
 from ..turns.backchannel import BackchannelStart
 from ..turns.speculation import SpeculationReport
 from .observations import (

@@ -152,7 +152,7 @@ class Setup:
         realtime: pace the run with the wall clock on asyncio (Smart Turn at its real speed;
             ``model_latency`` is then not used).
         overrides: ``(name, value)`` pairs: VAD parameters (``stop_secs``, ``min_volume``, ...)
-            and stop-strategy parameters (``unsure_timeout``, ...) to use instead of the defaults.
+            and stop-strategy parameters (``patience``, ...) to use instead of the defaults.
         first_token_delay: with a value, a scripted model answers each turn after this many
             seconds to its first token and a paced synthesizer speaks it, so the run measures the
             end of speech to the bot's first audio (``None``: turn ends only).

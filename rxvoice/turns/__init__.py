@@ -55,7 +55,6 @@ from .mute import (
     MuteStrategy,
     MuteUntilFirstBotComplete,
 )
-from .offload import Offload, SchedulerOffload, inline_offload
 from .reasons import REASON_KINDS, TurnEndReason
 from .speculation import Speculation, SpeculationReport
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
@@ -100,10 +99,8 @@ __all__ = [
     "MinWordsStart",
     "MuteStrategy",
     "MuteUntilFirstBotComplete",
-    "Offload",
     "RecordingPort",
     "ResultBack",
-    "SchedulerOffload",
     "Speculation",
     "SpeculationReport",
     "SpeechTimeoutStop",
@@ -133,7 +130,6 @@ __all__ = [
     "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",
-    "inline_offload",
     "is_continuer",
     "judge_completion",
     "register_backchannels",
@@ -142,7 +138,19 @@ __all__ = [
 ]
 
 
+_OFFLOAD = frozenset({"Offload", "SchedulerOffload", "inline_offload"})
+
+
 def __getattr__(name: str) -> Any:
+    # Where heavy work runs is the runtime's business: it lives in rxvoice.pipeline.offload (and
+    # rxvoice.workers). The old spelling keeps working, with a warning.
+    if name in _OFFLOAD:
+        warnings.warn(
+            f"rxvoice.turns.{name} moved to rxvoice.pipeline.offload.{name} (also in rxvoice.workers); "
+            "the old name goes in 0.3",
+            DeprecationWarning, stacklevel=2,
+        )
+        return getattr(importlib.import_module("rxvoice.pipeline.offload"), name)
     # UserTurnProcessor is a stage, and stages sit above the decisions: it lives in
     # rxvoice.aggregators. The old spelling keeps working, with a warning.
     if name == "UserTurnProcessor":

@@ -3,7 +3,7 @@
 Every effect of a decision is a call on a :class:`TurnPort` (send a frame,
 arm or disarm a named timer, run a strategy's resource call, raise an
 event) or on :class:`Words` (the words of the turn, when a stage keeps
-them). A stage carries the calls out (:class:`rxvoice.aggregators.shell.TurnShell`);
+them). A stage carries the calls out (:class:`rxvoice.pipeline.shell.TurnShell`);
 a test records them (:class:`RecordingPort`).
 
 A timer is named by its owner and a key. A strategy owns its timers by its

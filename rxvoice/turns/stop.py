@@ -410,20 +410,25 @@ class ExternalStop(StopStrategy[ExternalState]):
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         # This strategy times its own wait (from the stop decided elsewhere): the words wait only tracks.
         t = type(frame)
-        s = state._replace(words=self.words.heard(state.words, frame, now))
         if t is InterimTranscriptionFrame:
-            return s._replace(interim_pending=True), NOTHING
+            return (state, NOTHING) if state.interim_pending else (state._replace(interim_pending=True), NOTHING)
         if t is TranscriptionFrame:
             if not has_words(frame):
                 return state, NOTHING
-            s = s._replace(interim_pending=False)
+            s = state._replace(words=self.words.heard(state.words, frame, now), interim_pending=False)
             if s.turn_open and s.stop_seen and not s.speaking and self.wait_for_transcript:
                 # The words came after the stop: more finals of the same speech may follow.
                 return s._replace(settling=True), (Disarm(_WAIT), Arm(_SETTLE, self.settle))
             return self._check(s)
+        s = state
+        if t in WORDS_TYPES:
+            words = self.words.heard(state.words, frame, now)
+            if words is not state.words:
+                s = state._replace(words=words)
         if t is ProposedUserStartedSpeakingFrame or t is UserStartedSpeakingFrame:
             return s._replace(
-                words=s.words._replace(fresh=False), speaking=True, announced_elsewhere=t is UserStartedSpeakingFrame,
+                words=s.words._replace(fresh=False) if s.words.fresh else s.words, speaking=True,
+                announced_elsewhere=t is UserStartedSpeakingFrame,
                 stop_seen=False, settling=False,
             ), _EXTERNAL_TIMERS
         if t is ProposedUserStoppedSpeakingFrame or t is UserStoppedSpeakingFrame:

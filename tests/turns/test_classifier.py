@@ -17,7 +17,8 @@ from rxvoice import frames as F
 from rxvoice.aggregators import Pair
 from rxvoice.errors import ConfigurationError
 from rxvoice.testing import FrameMarbles, Recording
-from rxvoice.turns import SchedulerOffload, SpeechTimeoutStop, TurnsConfig
+from rxvoice.pipeline import SchedulerOffload
+from rxvoice.turns import SpeechTimeoutStop, TurnsConfig
 from rxvoice.turns.classifier import (
     ClassifierStop,
     ClassifyRequest,

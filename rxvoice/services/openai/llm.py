@@ -40,6 +40,7 @@ from ...frames import (
     LLMTextFrame,
 )
 from ...pipeline.processor import EventfulProcessor, Port
+from ...pipeline.shell import StageShell
 from .._http import split_credentials
 from .._jobs import Job, running_loop, scheduler_loop
 from ..chat_stream import ToolCallRequest
@@ -194,7 +195,6 @@ class OpenAILLM(EventfulProcessor):
         return f"group_rx{next(self._ids)}"
 
     def open(self, port: Port) -> _LLMSession:
-        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _LLMSession(self, port)
 
     async def aclose(self) -> None:
@@ -237,6 +237,7 @@ class _LLMSession:
     def __init__(self, llm: OpenAILLM, port: Port) -> None:
         self.llm = llm
         self.port = port
+        self.shell = StageShell(llm, port, llm.events)  # events, timers, the way back in, failures
         self.loop: asyncio.AbstractEventLoop | None = None
         self.client: httpx.AsyncClient | None = None
         self.held: deque[Frame] = deque()
@@ -365,8 +366,7 @@ class _LLMSession:
 
     def close(self) -> None:
         self.closed = True
-        if self.port.events is not None:
-            self.port.events.close()
+        self.shell.close()
         with self.jobs_lock:
             jobs = list(self.jobs)
         for job in jobs:
@@ -393,10 +393,10 @@ class _LLMSession:
     def resolve_loop(self) -> asyncio.AbstractEventLoop | None:
         loop = self.loop or self.llm.loop or running_loop() or scheduler_loop(self.port.session.scheduler)
         if loop is None or loop.is_closed() or not loop.is_running():
-            self.port.report_error(ConfigurationError(
+            self.shell.failed(ConfigurationError(
                 "OpenAILLM streams on an asyncio event loop and none is running: run the pipeline with "
                 "rxvoice.pipeline.arun(...), subscribe it with scheduler=loop_scheduler(loop), or pass loop="
-            ))
+            ), "streaming")
             return None
         self.loop = loop
         return loop
@@ -421,9 +421,13 @@ class _LLMSession:
 
     def enter(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` in the session (through its gate, never overlapping the handler)."""
-        if not self.closed:
-            self.port.session.run(self._guarded, fn)
+        self.shell.enter(fn)
 
-    def _guarded(self, fn: Callable[[], None]) -> None:
-        if not self.closed:
-            self.port.inject_call(fn)
+    def later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
+        return self.shell.later(seconds, fn)
+
+    def failed(self, error: BaseException, what: str, *, upstream: bool = True, wrap: bool = True) -> BaseException:
+        return self.shell.failed(error, what, upstream=upstream, wrap=wrap)
+
+    def event(self, name: str, payload: Any) -> None:
+        self.shell.event(name, payload)

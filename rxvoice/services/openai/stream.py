@@ -165,7 +165,7 @@ class Answers:
         stream = self.current = Stream(port.time())
         timeout = link.llm.timeout
         if timeout is not None:
-            stream.timer = port.call_later(timeout, partial(self._check_timeout, stream))
+            stream.timer = link.later(timeout, partial(self._check_timeout, stream))
         stream.job = link.spawn(loop, self._run(stream, body))
 
     async def _run(self, stream: Stream, body: dict[str, Any]) -> None:
@@ -232,7 +232,6 @@ class Answers:
         self.current = None
         if stream.timer is not None:
             stream.timer.dispose()
-        port = self.link.port
         if not stream.started:
             stream.started = True
             self._out()(LLMFullResponseStartFrame())
@@ -241,8 +240,8 @@ class Answers:
         llm = self.link.llm
         if decoder.finish_reason not in (None, "stop", "tool_calls", "function_call"):
             log.info("%s: the answer ended with finish_reason=%r", llm.name, decoder.finish_reason)
-        if decoder.usage is not None and port.events is not None:
-            port.events.emit("on_usage", decoder.usage)
+        if decoder.usage is not None:
+            self.link.event("on_usage", decoder.usage)
         if decoder.has_tool_calls:
             self._calls(decoder.tool_calls(llm.new_call_id))
         self._settled()
@@ -254,7 +253,7 @@ class Answers:
         if self._on_failed is not None:
             self._on_failed(error)
         else:
-            self.link.port.report_error(error)
+            self.link.failed(error, "the request")
         self._close_response(stream)
         self._settled()
 
@@ -265,7 +264,7 @@ class Answers:
         port = self.link.port
         remaining = timeout - (port.time() - stream.last)
         if remaining > 1e-3:
-            stream.timer = port.call_later(remaining, partial(self._check_timeout, stream))
+            stream.timer = self.link.later(remaining, partial(self._check_timeout, stream))
             return
         waited = "to start answering" if not stream.started else "for the next piece of the answer"
         self._failed(stream, ServiceError(
