@@ -16,8 +16,8 @@ from rxvoice import LLMContext
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair
 from rxvoice.errors import ConfigurationError
-from rxvoice.testing import FrameMarbles, Recording
 from rxvoice.pipeline import SchedulerOffload
+from rxvoice.testing import FrameMarbles, Recording
 from rxvoice.turns import SpeechTimeoutStop, TurnsConfig
 from rxvoice.turns.classifier import (
     ClassifierStop,
