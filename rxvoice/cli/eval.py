@@ -579,7 +579,8 @@ def _reply_line(setup: Setup, f: dict[str, Any]) -> str:
     """The bot's first audio after the end of speech, and (with speculation) what it cost."""
     spec = "speculation on" if setup.speculate else "no speculation"
     line = (f"first token {setup.first_token_delay:g} s, {spec}: end of speech to the bot's first audio "
-            f"p50 {_fmt(f['first_audio_p50'])}, p90 {_fmt(f['first_audio_p90'])} ({f['answered']} ends)")
+            f"p50 {_fmt(f['first_audio_p50'])}, p90 {_fmt(f['first_audio_p90'])} ({f['answered']} ends), "
+            f"false ends undone before the bot spoke {f['recovered']}")
     if setup.speculate:
         line += (f"; speculative requests {f['speculative_asked']} ({f['released']} released, {f['dropped']} dropped, "
                  f"{f['refused']} refused for a tool), wasted {f['wasted_per_turn']:.2f} a turn, "

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..testing import Transcript
 from .answers import TOOL_EVERY, scripted_answer
-from .observations import BotAudio, Speculated, Turn, TurnStarted
+from .observations import BotAudio, Recovered, Speculated, Turn, TurnStarted
 from .runner import Analysis
 
 __all__ = ["TOOL_EVERY", "ReplyCounts", "ReplyResult", "reply_results", "reply_summary", "scripted_answer"]
@@ -56,13 +56,15 @@ class ReplyCounts:
     """Tool calls started for requests made at a turn's end."""
     speculative_tool_calls: int = 0
     """Tool calls started for speculative requests (must be 0)."""
+    recovered: int = 0
+    """False ends the user aggregator undid (``on_user_turn_recovered``): the caller went on before the bot spoke."""
 
     def __add__(self, other: ReplyCounts) -> ReplyCounts:
         return ReplyCounts(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
 
     def as_tuple(self) -> tuple[int, ...]:
         return (self.turns, self.asked, self.released, self.dropped, self.refused, self.failed, self.wasted_tokens,
-                self.tool_calls, self.speculative_tool_calls)
+                self.tool_calls, self.speculative_tool_calls, self.recovered)
 
     @property
     def wasted(self) -> int:
@@ -78,6 +80,7 @@ class ReplyCounts:
             "dropped": self.dropped, "refused": self.refused, "failed": self.failed,
             "wasted_per_turn": self.per_turn(self.wasted), "wasted_tokens": self.wasted_tokens,
             "tool_calls": self.tool_calls, "speculative_tool_calls": self.speculative_tool_calls,
+            "recovered": self.recovered,
         }
 
 
@@ -117,6 +120,7 @@ def reply_results(
         failed=sum(o.outcome == "failed" for o in speculated),
         wasted_tokens=sum(o.tokens for o in speculated if o.outcome != "released"),
         tool_calls=tool_calls, speculative_tool_calls=speculative,
+        recovered=sum(1 for o in analysis.observations if isinstance(o, Recovered)),
     )
     return results, counts
 
