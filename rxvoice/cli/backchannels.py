@@ -19,12 +19,13 @@ time from the start of its speech.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import reactivex
 from reactivex.disposable import CompositeDisposable
@@ -273,7 +274,7 @@ def report(runs: dict[str, list[Utterance]], items: Sequence[BackchannelItem]) -
     return lines
 
 
-def run_backchannels(args: Any, setup: Setup, out: Any, err: Any) -> int:
+def run_backchannels(args: argparse.Namespace, setup: Setup, out: TextIO, err: TextIO) -> int:
     """``rxvoice eval`` on a backchannel set: print (or ``--json``) the scores without and with backchannels."""
     items = find_backchannel_items(args.paths)
     choice = getattr(args, "stt", None)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 from .._seconds import check_seconds
 from ..errors import ConfigurationError
@@ -312,7 +312,3 @@ class BackchannelStart(StartStrategy[BackchannelState]):
 
     def on_turn_stopped(self, state: BackchannelState, now: float) -> tuple[BackchannelState, Effects]:
         return state._replace(turn_open=False), NOTHING
-
-    def describe(self) -> dict[str, Any]:
-        """The settings, for reports."""
-        return {"max_duration": self.max_duration, "words_timeout": self.words_timeout, "language": self.language}
