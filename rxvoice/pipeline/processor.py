@@ -282,7 +282,7 @@ class _Link:
             self._input_end(direction)
 
         if gated:  # inside a pipeline: its entry and loop-back edges already went through the gate
-            return Sink(receive, error, end)
+            return Sink(receive, error, end, self._bad_input)
         run = session.run
         return Sink(lambda f: run(receive, f), lambda e: run(error, e), lambda: run(_call_it, end))
 
@@ -443,6 +443,7 @@ class Processor(Stage):
 
     name: str = "Processor"
     scheduler: abc.SchedulerBase | None = None
+    fuses: ClassVar[bool] = True
     exclusive: ClassVar[str | None] = None
     """What the sessions of this processor write that others share (``None``: nothing)."""
 

@@ -15,7 +15,7 @@ import functools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import reactivex
 from reactivex import Observable, abc
@@ -37,6 +37,10 @@ class Stage(ABC):
     Calling a stage on one observable uses it as a plain operator: it sees
     no upstream input and its upstream output is dropped.
     """
+
+    fuses: ClassVar[bool] = False
+    """Whether the stage takes its frames by plain calls from its neighbours (rxvoice's own stages): a
+    pipeline whose stages all do is wired into one call chain (see :class:`Pipeline`)."""
 
     @abstractmethod
     def duplex(
@@ -87,16 +91,29 @@ def as_stage(item: Stage | Operator) -> Stage:
 
 
 class _GatedEntry:
-    """Where a pipeline's inputs enter: through the session's gate, into the first stage."""
+    """Where a pipeline's inputs enter: through the session's gate, into the first stage.
+
+    In a fused chain (every stage an rxvoice stage) the entry is the session's
+    :meth:`~rxvoice.pipeline.Session.door` for the first stage's own receiver:
+    one call a frame takes the gate, checks that it is a frame and hands it
+    over. Otherwise each frame goes through the gate into the entry feed.
+    """
 
     __slots__ = ("_feed", "_run", "on_next")
 
-    def __init__(self, run: Callable[[Callable[[Any], Any], Any], None], feed: Feed) -> None:
+    def __init__(self, session: Session, feed: Feed, *, fused: bool) -> None:
+        run = session.run
         self._run = run
         self._feed = feed
-        # Bound once the stages are wired (the feed's target no longer changes): a C-level
-        # partial saves a Python call on the path every input frame takes.
-        self.on_next: Callable[[Frame], None] = functools.partial(run, feed.emit)
+        door = feed.door() if fused else None
+        self.on_next: Callable[[Frame], None]
+        if door is not None:
+            receive, reject = door
+            self.on_next = session.door(receive, reject, Frame)
+        else:
+            # Bound once the stages are wired (the feed's target no longer changes): a C-level
+            # partial saves a Python call on the path every input frame takes.
+            self.on_next = functools.partial(run, feed.emit)
 
     def on_error(self, error: Exception) -> None:
         self._run(self._feed.error, error)
@@ -107,7 +124,7 @@ class _GatedEntry:
 
 def _through_gate(run: Callable[[Callable[[Any], Any], Any], None], feed: Feed) -> Sink:
     """A sink that hands each frame (and the end) to ``feed`` through the session's gate."""
-    return Sink(lambda f: run(feed.push, f), lambda e: run(feed.error, e), lambda: run(feed.complete, None))
+    return Sink(functools.partial(run, feed.push), lambda e: run(feed.error, e), lambda: run(feed.complete, None))
 
 
 class _ConnectionOutput(FrameSource):
@@ -167,9 +184,11 @@ class _Connection:
         session = given if isinstance(given, Session) else Session(given)
         self.session = session
         stages = self._pipe.stages
+        # Every stage an rxvoice stage: one call chain, entered through the session's door (which checks).
+        fused = not nested and self._pipe.fused
         # A pipeline's own inputs are checked at the door (is it a frame?) unless they come from a stage.
-        down_entry = Feed("pipeline input", trusted=nested and is_trusted(self._down_in))
-        up_entry = Feed("pipeline input", trusted=nested and is_trusted(self._up_in))
+        down_entry = Feed("pipeline input", trusted=fused or (nested and is_trusted(self._down_in)))
+        up_entry = Feed("pipeline input", trusted=fused or (nested and is_trusted(self._up_in)))
         # backs[i] carries frames travelling up into stage i from stage i + 1.
         backs: list[Feed] = [Feed("pipeline") for _ in stages[:-1]] + [up_entry]
         down: Observable[Frame] = down_entry
@@ -198,7 +217,7 @@ class _Connection:
 
         def gated(feed: Feed) -> abc.ObserverBase[Frame]:
             # Duck-typed observer (reactivex accepts any object with on_next/on_error/on_completed).
-            return cast(abc.ObserverBase[Frame], _GatedEntry(run, feed))
+            return cast(abc.ObserverBase[Frame], _GatedEntry(session, feed, fused=fused))
 
         d.add(self._up_in.subscribe(gated(up_entry), scheduler=session))
         d.add(self._down_in.subscribe(gated(down_entry), scheduler=session))
@@ -226,6 +245,20 @@ class Pipeline(Stage):
 
     def __repr__(self) -> str:
         return f"pipeline({', '.join(map(repr, self.stages))})"
+
+    @property
+    def fused(self) -> bool:
+        """Whether every stage is an rxvoice stage, so the pipeline runs as one call chain.
+
+        Then a frame enters through one gate (the session's door, which also
+        checks that it is a frame) and goes from stage to stage by plain
+        calls; frames sent upstream, timers and results wait at the gate
+        until the chain that sent them has returned. A plain reactivex
+        operator anywhere in the chain (or a nested pipeline) wires it as
+        before: the operator subscribes to its neighbour's output, and the
+        inputs go through the gate into an entry feed.
+        """
+        return all(s.fuses for s in self.stages)
 
     def duplex(
         self, down: Observable[Frame], up: Observable[Frame]

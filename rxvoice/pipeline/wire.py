@@ -30,11 +30,14 @@ log = logging.getLogger("rxvoice.pipeline")
 
 
 class Sink(NamedTuple):
-    """Where frames go: three plain callables."""
+    """Where frames go: three plain callables (and, for a receiver that does not check, who reports a non-frame)."""
 
     on_next: Callable[[Frame], None]
     on_error: Callable[[Exception], None]
     on_completed: Callable[[], None]
+    on_invalid: Callable[[object], None] | None = None
+    """How the receiver reports an item that is not a frame, when ``on_next`` trusts what it is given (the
+    door of a fused chain checks, and hands what fails here)."""
 
 
 def _guarded(
@@ -142,6 +145,20 @@ class Feed(FrameSource):
                     self.emit = fan_out(self._sinks)
 
         return Disposable(detach)
+
+    def door(self) -> tuple[Callable[[Frame], None], Callable[[object], None]] | None:
+        """Its sole receiver, when that receiver trusts what it is given: ``(receive, reject)``, else ``None``.
+
+        The way into a fused chain calls ``receive`` directly and hands what
+        is not a frame to ``reject`` (the receiving stage reports it).
+        """
+        with self._lock:
+            if len(self._sinks) != 1 or self._terminal is not None:
+                return None
+            sink = self._sinks[0]
+        if sink.on_invalid is None:
+            return None
+        return sink.on_next, sink.on_invalid
 
     def error(self, error: Exception) -> None:
         self._terminal = ("error", error)
