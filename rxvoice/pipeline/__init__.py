@@ -4,6 +4,7 @@ The runtime wing: :mod:`~rxvoice.pipeline.stage` (stages and ``pipeline()``),
 :mod:`~rxvoice.pipeline.processor` (rxvoice's own stages and their ports),
 :mod:`~rxvoice.pipeline.session` (one session's gate and clock),
 :mod:`~rxvoice.pipeline.wire` (the plain-call hand-over between stages),
+:mod:`~rxvoice.pipeline.inlet` (the way in without a ``Subject``),
 :mod:`~rxvoice.pipeline.deadline` (named timers), :mod:`~rxvoice.pipeline.shell`
 (the one interpreter of a pure core's port: frames, timers, events, writes,
 work off the session), :mod:`~rxvoice.pipeline.offload` (where heavy work
@@ -12,6 +13,7 @@ runs) and :mod:`~rxvoice.pipeline.bridges` (asyncio).
 
 from ..frames import DOWN, UP, Direction
 from .bridges import arun, from_async_iterable, loop_scheduler, to_async_iterator
+from .inlet import Inlet
 from .offload import Offload, SchedulerOffload, default_offload, inline_offload, shared_pool
 from .processor import FrameHandler, Port, Processor
 from .session import Session, default_scheduler
@@ -22,6 +24,7 @@ __all__ = [
     "UP",
     "Direction",
     "FrameHandler",
+    "Inlet",
     "Offload",
     "Operator",
     "Pipeline",

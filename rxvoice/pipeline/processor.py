@@ -272,8 +272,13 @@ class _Link:
         self._subscriptions.add(connect(self._down_in, down, session))
 
     def _sink(self, direction: Direction, source: Observable[Frame], session: Session, gated: bool) -> Sink:
-        """How frames from ``source`` reach the handler: a plain call, checked at the door if foreign."""
-        receive = self._receiver(direction, checked=not is_trusted(source))
+        """How frames from ``source`` reach the handler: a plain call, checked at the door if foreign.
+
+        Inside a pipeline (``gated``) the sink also names who reports a non-frame, so a fused pipeline's
+        door can check for an unchecked receiver; a stage on a session of its own always checks.
+        """
+        checked = not gated or not is_trusted(source)
+        receive = self._receiver(direction, checked=checked)
 
         def error(e: Exception) -> None:
             self._input_error(direction, e)
@@ -282,7 +287,7 @@ class _Link:
             self._input_end(direction)
 
         if gated:  # inside a pipeline: its entry and loop-back edges already went through the gate
-            return Sink(receive, error, end, self._bad_input)
+            return Sink(receive, error, end, None if checked else self._bad_input)
         run = session.run
         return Sink(lambda f: run(receive, f), lambda e: run(error, e), lambda: run(_call_it, end))
 

@@ -15,13 +15,14 @@ import functools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 
 from ..frames import DOWN, UP, Direction, Frame
+from .inlet import Inlet
 from .session import Session
 from .wire import Feed, FrameSource, Sink, connect, is_trusted
 
@@ -90,36 +91,32 @@ def as_stage(item: Stage | Operator) -> Stage:
     raise TypeError(f"pipeline() takes stages or operators, got {item!r}")
 
 
-class _GatedEntry:
-    """Where a pipeline's inputs enter: through the session's gate, into the first stage.
+def _entry(session: Session, feed: Feed, *, fused: bool) -> Sink:
+    """Where a pipeline's input enters: through the session's gate, into the first stage.
 
-    In a fused chain (every stage an rxvoice stage) the entry is the session's
-    :meth:`~rxvoice.pipeline.Session.door` for the first stage's own receiver:
-    one call a frame takes the gate, checks that it is a frame and hands it
+    In a fused chain (every stage an rxvoice stage) a frame enters by the
+    session's :meth:`~rxvoice.pipeline.Session.door` for the first stage's own
+    receiver: one call takes the gate, checks that it is a frame and hands it
     over. Otherwise each frame goes through the gate into the entry feed.
     """
+    run = session.run
+    door = feed.door() if fused else None
+    if door is not None:
+        receive, reject = door
+        on_next: Callable[[Frame], None] = session.door(receive, reject, Frame)
+    else:
+        # Bound once the stages are wired (the feed's target no longer changes): a C-level
+        # partial saves a Python call on the path every input frame takes.
+        on_next = functools.partial(run, feed.emit)
+    return Sink(on_next, functools.partial(run, feed.error), functools.partial(run, feed.complete, None))
 
-    __slots__ = ("_feed", "_run", "on_next")
 
-    def __init__(self, session: Session, feed: Feed, *, fused: bool) -> None:
-        run = session.run
-        self._run = run
-        self._feed = feed
-        door = feed.door() if fused else None
-        self.on_next: Callable[[Frame], None]
-        if door is not None:
-            receive, reject = door
-            self.on_next = session.door(receive, reject, Frame)
-        else:
-            # Bound once the stages are wired (the feed's target no longer changes): a C-level
-            # partial saves a Python call on the path every input frame takes.
-            self.on_next = functools.partial(run, feed.emit)
-
-    def on_error(self, error: Exception) -> None:
-        self._run(self._feed.error, error)
-
-    def on_completed(self) -> None:
-        self._run(self._feed.complete, None)
+def _connect_input(source: Observable[Frame], entry: Sink, session: Session) -> abc.DisposableBase:
+    """Connect a pipeline's input: an :class:`~rxvoice.pipeline.Inlet` by a plain call, anything else by
+    subscribing (reactivex's observer wrapper keeps a foreign source's end-of-stream rules)."""
+    if isinstance(source, Inlet):
+        return source.connect_raw(entry, session)
+    return source.subscribe(entry.on_next, entry.on_error, entry.on_completed, scheduler=session)
 
 
 def _through_gate(run: Callable[[Callable[[Any], Any], Any], None], feed: Feed) -> Sink:
@@ -215,12 +212,8 @@ class _Connection:
             d.add(connect(self._down_in, down_entry.sink(), session))
             return
 
-        def gated(feed: Feed) -> abc.ObserverBase[Frame]:
-            # Duck-typed observer (reactivex accepts any object with on_next/on_error/on_completed).
-            return cast(abc.ObserverBase[Frame], _GatedEntry(session, feed, fused=fused))
-
-        d.add(self._up_in.subscribe(gated(up_entry), scheduler=session))
-        d.add(self._down_in.subscribe(gated(down_entry), scheduler=session))
+        d.add(_connect_input(self._up_in, _entry(session, up_entry, fused=fused), session))
+        d.add(_connect_input(self._down_in, _entry(session, down_entry, fused=fused), session))
 
     def _stop(self) -> None:
         self._disposable.dispose()

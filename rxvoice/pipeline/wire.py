@@ -136,15 +136,19 @@ class Feed(FrameSource):
                     sink.on_completed()
                 return Disposable()
             self._sinks.append(sink)
-            self.emit = fan_out(self._sinks)
+            self._bind()
 
         def detach() -> None:
             with self._lock:
                 if sink in self._sinks:
                     self._sinks.remove(sink)
-                    self.emit = fan_out(self._sinks)
+                    self._bind()
 
         return Disposable(detach)
+
+    def _bind(self) -> None:
+        """Point :attr:`emit` at the sinks connected now (called with the lock held)."""
+        self.emit = fan_out(self._sinks)
 
     def door(self) -> tuple[Callable[[Frame], None], Callable[[object], None]] | None:
         """Its sole receiver, when that receiver trusts what it is given: ``(receive, reject)``, else ``None``.
