@@ -145,7 +145,7 @@ class UserAggregator(TurnStage):
         return session
 
 
-Handler = Callable[[Frame, Direction], None]
+Handler = Callable[[Frame, Direction], object]
 
 
 class _UserSession(TurnShell):
@@ -172,7 +172,8 @@ class _UserSession(TurnShell):
 
     def _table(self) -> dict[type[Frame], Handler]:
         """Who handles each frame type: built once (again when a recommendation swaps the strategies)."""
-        table: dict[type[Frame], Handler] = {t: self._turn for t in self.handled}
+        # The turn's frames go straight into the machine's one entry (``feed``): one call less a frame.
+        table: dict[type[Frame], Handler] = {t: self.feed for t in self.handled}
         table.update({
             StartFrame: self._start, EndFrame: self._end, CancelFrame: self._end, LLMRunFrame: self._run,
             LLMMessagesAppendFrame: self._messages, LLMMessagesUpdateFrame: self._messages,
@@ -221,9 +222,6 @@ class _UserSession(TurnShell):
             handler(frame, UP)
         except Exception as exc:
             self.link.failed(frame, exc)
-
-    def _turn(self, frame: Frame, direction: Direction) -> None:
-        self.feed(frame, direction)
 
     def _audio(self, frame: Frame, direction: Direction) -> None:
         heard = True

@@ -104,9 +104,10 @@ def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, Effects]:
     speech that makes no turn (a cough with a transcript-started turn, a
     turn another stage decides) resumes the watch when it ends.
     """
+    timeout, waiting, bot, user_turn, calls, paused, pending, _speaking = state  # built whole: every VAD edge
     if speaking:
-        return state._replace(user_speaking=True, waiting=False, paused=state.paused or state.waiting), _DISARM
-    return _resume(state._replace(user_speaking=False))
+        return IdleState(timeout, False, bot, user_turn, calls, paused or waiting, pending, True), _DISARM
+    return _resume(IdleState(timeout, waiting, bot, user_turn, calls, paused, pending, False))
 
 
 def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tuple[IdleState, Effects]:
@@ -140,8 +141,8 @@ def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tupl
         return s, NOTHING
     if t is LLMContextAssistantTurnFrame:
         # The bot's turn is written. Without speech output nothing else says it is over.
-        if state.reply_pending and not state.bot_speaking and not state.user_turn and state.calls == 0:
-            return _wait(state._replace(reply_pending=False))
+        if pending and not bot and not user_turn and calls == 0:
+            return _wait(IdleState(timeout, waiting, bot, user_turn, calls, paused, False, speaking))
         return state, NOTHING
     if isinstance(frame, FunctionCallsStartedFrame):
         n = len(frame.function_calls)

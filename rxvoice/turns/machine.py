@@ -14,7 +14,7 @@ is defined first, in its own module); each step is a rule of its own:
    rule* decides whether it may open a turn.
 3. **the start chain, then the stop chain** (:meth:`TurnMachine._decide`):
    each strategy sees the frame types it handles, in order, until one halts
-   its chain; their effects are applied as they come (:meth:`TurnMachine._apply`):
+   its chain; their effects are applied as they come (:func:`~rxvoice.turns.effects.apply_effects`):
    a start opens a turn unless one is open; an inference inside a turn
    writes what was said so far and asks for the answer; a ``Likely`` (the
    end is coming, not decided) asks early for an answer that is held, when
@@ -99,7 +99,6 @@ from .reports import (
 from .scan import ResultBack, TimerFired, TurnScan, turn_step
 from .state import TurnState
 from .strategy import (
-    Effects,
     Start,
     Strategy,
 )
@@ -276,7 +275,14 @@ class TurnMachine:
 
         Returns whether the frame was heard (``False``: the user is muted and it was dropped).
         """
-        heard: bool = self._decision(s, now, self._one_frame, s, frame, direction, now)
+        # :meth:`_decision`, written out: this runs for every frame the turn decides on.
+        s.deciding = True
+        try:
+            heard = self._one_frame(s, frame, direction, now)
+        finally:
+            s.deciding = False
+        if s.later:
+            s.settle(now)
         return heard
 
     def _one_frame(self, s: TurnState, frame: Frame, direction: Direction, now: float) -> bool:
@@ -314,7 +320,7 @@ class TurnMachine:
         prior = s.muted
         if t in self.mute_types:
             for i, effects in mute_see(self.mute, s.mute_states, frame, now):
-                self._apply(s, mute_owner(i), None, effects, now)
+                apply_effects(self, s, mute_owner(i), None, effects, now)
             self._mute_verdict(s, now)
         return prior and t in USER_INPUT
 
@@ -418,19 +424,13 @@ class TurnMachine:
             for i in start_ids:
                 strategy = strategies[i]
                 states[i], effects = strategy.on_frame(states[i], frame, now)
-                if effects and self._apply(s, i, strategy, effects, now):
+                if effects and apply_effects(self, s, i, strategy, effects, now):
                     break
         for i in stop_ids:
             strategy = strategies[i]
             states[i], effects = strategy.on_frame(states[i], frame, now)
-            if effects and self._apply(s, i, strategy, effects, now):
+            if effects and apply_effects(self, s, i, strategy, effects, now):
                 break
-
-    def _apply(
-        self, s: TurnState, owner: TimerOwner, strategy: Strategy[Any] | None, effects: Effects, now: float
-    ) -> bool:
-        """Carry out effects (a strategy's, a mute strategy's, the idle watch's), in order (:mod:`.effects`)."""
-        return apply_effects(self, s, owner, strategy, effects, now)
 
     def _tell(self, s: TurnState, hook: str, now: float, *args: Any) -> None:
         """Tell every strategy what happened to the turn (``on_turn_started``, ``..._stopped``, ``..._resumed``)."""
@@ -438,7 +438,7 @@ class TurnMachine:
         for i, strategy in enumerate(s.controller.strategies):
             states[i], effects = getattr(strategy, hook)(states[i], *args, now)
             if effects:
-                self._apply(s, i, strategy, effects, now)
+                apply_effects(self, s, i, strategy, effects, now)
 
     # the turn starts
 
@@ -540,7 +540,7 @@ class TurnMachine:
     def _idle(self, s: TurnState, frame: Frame, now: float, *, answered: bool) -> None:
         s.idle, effects = idle_step(s.idle, frame, answered=answered)
         if effects:
-            self._apply(s, IDLE_OWNER, None, effects, now)
+            apply_effects(self, s, IDLE_OWNER, None, effects, now)
 
     # 6. recovery from a false end
 
@@ -569,17 +569,17 @@ class TurnMachine:
                 self._watchdog(s, now)
             elif owner == IDLE_OWNER:
                 s.idle, effects = idle_fired(s.idle)
-                self._apply(s, IDLE_OWNER, None, effects, now)
+                apply_effects(self, s, IDLE_OWNER, None, effects, now)
             elif owner.kind == MUTE_OWNER.kind and owner.place < len(self.mute):
                 i = owner.place
                 s.mute_states[i], effects = self.mute[i].on_timer(s.mute_states[i], key, now)
-                self._apply(s, owner, None, effects, now)
+                apply_effects(self, s, owner, None, effects, now)
                 self._mute_verdict(s, now)
         elif isinstance(owner, int) and 0 <= owner < len(s.controller.strategies):
             strategy = s.controller.strategies[owner]
             s.states[owner], effects = strategy.on_timer(s.states[owner], key, now)
             if effects:
-                self._apply(s, owner, strategy, effects, now)
+                apply_effects(self, s, owner, strategy, effects, now)
 
     def on_result(self, s: TurnState, owner: int, key: str, value: Any, now: float) -> None:
         """A strategy's resource call came back (``value`` may be an exception).
@@ -597,4 +597,4 @@ class TurnMachine:
         strategy = s.controller.strategies[owner]
         s.states[owner], effects = strategy.on_result(s.states[owner], key, value, now)
         if effects:
-            self._apply(s, owner, strategy, effects, now)
+            apply_effects(self, s, owner, strategy, effects, now)

@@ -168,8 +168,9 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         if t is TranscriptionFrame and has_words(frame):
             if state.words.no_vad:  # no VAD around this transcript: count the silence from it
                 return self._check(SpeechTimeoutState(words), (*effects, Arm(_SPEECH, self.user_speech_timeout)))
-            return self._check(state._replace(words=words), effects, waited=True)
-        return state._replace(words=words), effects
+            return self._check(SpeechTimeoutState(words, state.speech_done, state.stop_secs), effects, waited=True)
+        # Built whole (not with _replace): every interim comes this way.
+        return SpeechTimeoutState(words, state.speech_done, state.stop_secs), effects
 
     def on_timer(self, state: SpeechTimeoutState, key: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
         if key == _SPEECH:
@@ -409,14 +410,20 @@ class ExternalStop(StopStrategy[ExternalState]):
 
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         # This strategy times its own wait (from the stop decided elsewhere): the words wait only tracks.
+        # The states of the frames every turn brings are built whole (in field order), not with _replace.
         t = type(frame)
         if t is InterimTranscriptionFrame:
-            return (state, NOTHING) if state.interim_pending else (state._replace(interim_pending=True), NOTHING)
+            if state.interim_pending:
+                return state, NOTHING
+            w, speaking, elsewhere, _pending, turn_open, stop_seen, settling = state
+            return ExternalState(w, speaking, elsewhere, True, turn_open, stop_seen, settling), NOTHING
         if t is TranscriptionFrame:
             if not has_words(frame):
                 return state, NOTHING
-            s = state._replace(words=self.words.heard(state.words, frame, now), interim_pending=False)
-            if s.turn_open and s.stop_seen and not s.speaking and self.wait_for_transcript:
+            w, speaking, elsewhere, _pending, turn_open, stop_seen, settling = state
+            s = ExternalState(self.words.heard(w, frame, now), speaking, elsewhere, False, turn_open, stop_seen,
+                              settling)
+            if turn_open and stop_seen and not speaking and self.wait_for_transcript:
                 # The words came after the stop: more finals of the same speech may follow.
                 return s._replace(settling=True), (Disarm(_WAIT), Arm(_SETTLE, self.settle))
             return self._check(s)
@@ -426,15 +433,16 @@ class ExternalStop(StopStrategy[ExternalState]):
             if words is not state.words:
                 s = state._replace(words=words)
         if t is ProposedUserStartedSpeakingFrame or t is UserStartedSpeakingFrame:
-            return s._replace(
-                words=s.words._replace(fresh=False) if s.words.fresh else s.words, speaking=True,
-                announced_elsewhere=t is UserStartedSpeakingFrame,
-                stop_seen=False, settling=False,
+            w, _speaking, _elsewhere, pending, turn_open, _stop_seen, _settling = s
+            return ExternalState(
+                w._replace(fresh=False) if w.fresh else w, True, t is UserStartedSpeakingFrame, pending, turn_open,
+                False, False,
             ), _EXTERNAL_TIMERS
         if t is ProposedUserStoppedSpeakingFrame or t is UserStoppedSpeakingFrame:
-            s, effects = self._check(s._replace(
-                speaking=False, announced_elsewhere=t is UserStoppedSpeakingFrame, stop_seen=True,
-            ))
+            w, _speaking, _elsewhere, pending, turn_open, _stop_seen, settling = s
+            s, effects = self._check(
+                ExternalState(w, False, t is UserStoppedSpeakingFrame, pending, turn_open, True, settling)
+            )
             if not effects and s.turn_open and not s.settling:
                 effects = (Arm(_WAIT, self.words.timeout(s.words)),)
             return s, effects

@@ -61,6 +61,7 @@ _NEVER = -math.inf
 _STT = "stt"
 _GRACE = "grace"
 _DISARM: Effects = (Disarm(_STT), Disarm(_GRACE))
+_DISARM_GRACE: Effects = (Disarm(_GRACE),)
 
 
 def has_words(frame: Frame) -> bool:
@@ -132,6 +133,10 @@ class WordsWait:
 
     # -- what it reads ----------------------------------------------------------------------------
 
+    # The states of the frames every turn brings are built whole (positional, in field order) rather than
+    # with ``_replace``: these steps run on every VAD edge and transcript, and ``_replace`` costs several
+    # times a plain construction.
+
     def heard(self, w: WordsState, frame: Frame, now: float) -> WordsState:
         """Note what the frame says about the words, arming nothing (a strategy that times its own wait)."""
         t = type(frame)
@@ -139,22 +144,23 @@ class WordsWait:
             if not has_words(frame):
                 return w
             text = frame.text.strip()  # type: ignore[attr-defined]
-            # Built whole rather than with _replace: this runs for every transcript.
             return WordsState(
                 w.speaking, w.vad_stopped, w.speech_end, f"{w.text} {text}" if w.text else text, now, True,
                 w.finalized or bool(getattr(frame, "finalized", False)), w.stt_done, w.grace_done, w.stt_timeout,
                 w.stt_known,
             )
         if t is VADUserStartedSpeakingFrame:
-            return w._replace(speaking=True, vad_stopped=False, fresh=False, finalized=False)
+            return WordsState(True, False, w.speech_end, w.text, w.text_at, False, False, w.stt_done, w.grace_done,
+                              w.stt_timeout, w.stt_known)
         if t is VADUserStoppedSpeakingFrame:
             speech_end = now - float(getattr(frame, "stop_secs", 0.0))
-            return w._replace(
-                speaking=False, vad_stopped=True, speech_end=speech_end,
-                fresh=w.fresh and w.text_at >= speech_end - _EPS,
-            )
+            return WordsState(False, True, speech_end, w.text, w.text_at, w.fresh and w.text_at >= speech_end - _EPS,
+                              w.finalized, w.stt_done, w.grace_done, w.stt_timeout, w.stt_known)
         if t is InterimTranscriptionFrame:
-            return w._replace(finalized=False) if w.finalized else w
+            if not w.finalized:
+                return w
+            return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, False, w.stt_done,
+                              w.grace_done, w.stt_timeout, w.stt_known)
         if t is STTMetadataFrame:
             latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
             return w._replace(stt_timeout=max(0.0, latency), stt_known=True)
@@ -177,18 +183,22 @@ class WordsWait:
                 grace_done = grace <= 0
                 if not grace_done:
                     effects.append(Arm(_GRACE, grace))
-            return w._replace(stt_done=stt_done, grace_done=grace_done), tuple(effects)
+            return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, w.finalized,
+                              stt_done, grace_done, w.stt_timeout, w.stt_known), tuple(effects)
         if t is TranscriptionFrame:
             if not has_words(frame):
                 return w, NOTHING
             no_vad = w.no_vad
             w = self.heard(w, frame, now)
             if no_vad:  # no speech end to count from: the words are the speech's own end
-                return w._replace(stt_done=True, grace_done=True), _DISARM
-            stt_done = w.stt_done or w.finalized
-            return w._replace(stt_done=stt_done, grace_done=True), (_DISARM if w.finalized else (Disarm(_GRACE),))
+                return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, w.finalized,
+                                  True, True, w.stt_timeout, w.stt_known), _DISARM
+            return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, w.finalized,
+                              w.stt_done or w.finalized, True, w.stt_timeout, w.stt_known), (
+                _DISARM if w.finalized else _DISARM_GRACE)
         if t is VADUserStartedSpeakingFrame:
-            return self.heard(w, frame, now)._replace(stt_done=False, grace_done=False), _DISARM
+            return WordsState(True, False, w.speech_end, w.text, w.text_at, False, False, False, False,
+                              w.stt_timeout, w.stt_known), _DISARM
         return self.heard(w, frame, now), NOTHING
 
     def on_timer(self, w: WordsState, key: str) -> WordsState | None:
