@@ -35,7 +35,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from reactivex import abc, typing
-from reactivex.disposable import Disposable
 from reactivex.scheduler import TimeoutScheduler, VirtualTimeScheduler
 from reactivex.scheduler.scheduler import Scheduler
 
@@ -57,14 +56,14 @@ def default_scheduler() -> abc.SchedulerBase:
     return LoopScheduler(loop)
 
 
-class _GatedAction:
-    """A scheduled action that enters the session's gate when it fires, unless cancelled."""
+class _GatedAction(abc.DisposableBase):
+    """A scheduled action that enters the session's gate when it fires, unless cancelled (dispose it to cancel)."""
 
     __slots__ = ("_action", "_cancelled", "_session", "inner")
 
-    def __init__(self, session: Session, action: typing.ScheduledAction[Any]) -> None:
+    def __init__(self, session: Session, action: Any) -> None:
         self._session = session
-        self._action: typing.ScheduledAction[Any] | None = action
+        self._action: Any = action
         self._cancelled = False
         self.inner: abc.DisposableBase | None = None
 
@@ -77,13 +76,25 @@ class _GatedAction:
         # callback) outlives the timer and the garbage collector has nothing of it to trace.
         action, self._action, self.inner = self._action, None, None
         if action is not None and not self._cancelled and not self._session.disposed:
-            action(self._session, state)
+            self._call(action, state)
 
-    def cancel(self) -> None:
+    def _call(self, action: Any, state: Any) -> None:
+        action(self._session, state)  # a scheduler action: (scheduler, state)
+
+    def dispose(self) -> None:
         self._cancelled = True
         inner, self.inner, self._action = self.inner, None, None
         if inner is not None:
             inner.dispose()
+
+
+class _GatedCall(_GatedAction):
+    """A plain ``fn()`` the session runs later (:meth:`Session.call_later`): no scheduler action to adapt it."""
+
+    __slots__ = ()
+
+    def _call(self, action: Any, state: Any) -> None:
+        action()  # a plain call: fn()
 
 
 class Session(Scheduler):
@@ -233,28 +244,33 @@ class Session(Scheduler):
 
     # -- scheduling ----------------------------------------------------------
 
-    def _gate(self, schedule: Callable[[Callable[..., Any]], abc.DisposableBase],
-              action: typing.ScheduledAction[Any]) -> abc.DisposableBase:
-        gated = _GatedAction(self, action)
-        gated.inner = schedule(gated.fire)
-        return Disposable(gated.cancel)
+    # Every scheduled action is wrapped once: the wrapper enters the gate when it fires and is itself the
+    # disposable that cancels it.
 
     def schedule(self, action: typing.ScheduledAction[Any], state: Any = None) -> abc.DisposableBase:
-        return self._gate(lambda fire: self.scheduler.schedule(fire, state), action)
+        gated = _GatedAction(self, action)
+        gated.inner = self.scheduler.schedule(gated.fire, state)
+        return gated
 
     def schedule_relative(
         self, duetime: typing.RelativeTime, action: typing.ScheduledAction[Any], state: Any = None
     ) -> abc.DisposableBase:
-        return self._gate(lambda fire: self.scheduler.schedule_relative(duetime, fire, state), action)
+        gated = _GatedAction(self, action)
+        gated.inner = self.scheduler.schedule_relative(duetime, gated.fire, state)
+        return gated
 
     def schedule_absolute(
         self, duetime: typing.AbsoluteTime, action: typing.ScheduledAction[Any], state: Any = None
     ) -> abc.DisposableBase:
-        return self._gate(lambda fire: self.scheduler.schedule_absolute(duetime, fire, state), action)
+        gated = _GatedAction(self, action)
+        gated.inner = self.scheduler.schedule_absolute(duetime, gated.fire, state)
+        return gated
 
     def call_later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
         """Run ``fn()`` inside the session after ``seconds`` of scheduler time."""
-        return self.schedule_relative(max(0.0, seconds), lambda _s, _st: fn())
+        gated = _GatedCall(self, fn)
+        gated.inner = self.scheduler.schedule_relative(max(0.0, seconds), gated.fire)
+        return gated
 
 
 def session_of(scheduler: abc.SchedulerBase | None) -> tuple[Session, bool]:

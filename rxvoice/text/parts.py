@@ -44,6 +44,16 @@ def concatenate(parts: Iterable[Part | tuple[str, bool]]) -> str:
         >>> concatenate([("你好", True), ("世界", True), ("Hi", False)])
         '你好世界 Hi'
     """
+    if type(parts) is list:
+        # Only self-spaced (text, True) pairs, a model's tokens (the common case): the rule below appends
+        # them as they are, so one join does it. Anything else (Part objects, bare words, a text that is
+        # not a string) takes the rule itself.
+        try:
+            texts, spaced_flags = zip(*parts, strict=True)
+            if spaced_flags.count(True) == len(spaced_flags):
+                return "".join(texts).strip()
+        except (TypeError, ValueError):
+            pass
     pieces: list[str] = []
     previous: bool | None = None
     last = ""

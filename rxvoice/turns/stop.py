@@ -174,9 +174,10 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
 
     def on_timer(self, state: SpeechTimeoutState, key: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
         if key == _SPEECH:
-            return self._check(state._replace(speech_done=True), NOTHING)
+            return self._check(SpeechTimeoutState(state.words, True, state.stop_secs), NOTHING)
         words = self.words.on_timer(state.words, key)
-        return (state, NOTHING) if words is None else self._check(state._replace(words=words), NOTHING)
+        return (state, NOTHING) if words is None else self._check(
+            SpeechTimeoutState(words, state.speech_done, state.stop_secs), NOTHING)
 
     def on_turn_started(self, state: SpeechTimeoutState, now: float) -> tuple[SpeechTimeoutState, Effects]:
         words, effects = self.words.reset(state.words)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rxvoice.text import Part, concatenate
 
@@ -38,3 +40,11 @@ def test_tuples_are_accepted() -> None:
 def test_a_generator_is_consumed_once() -> None:
     """Any iterable of parts can be joined."""
     assert concatenate(Part(w) for w in ["one", "two", "three"]) == "one two three"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", " ", "a", " b", "c ", "你", "\n", " d e "]), st.booleans()),
+                max_size=12))
+def test_a_list_of_pairs_joins_as_the_rule_says(pairs: list[tuple[str, bool]]) -> None:
+    """A list of (text, spaced) pairs (the quick path for a model's tokens) joins as any other iterable does."""
+    assert concatenate(pairs) == concatenate(iter(pairs))
