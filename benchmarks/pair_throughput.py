@@ -22,6 +22,10 @@ at N = 1000 (at N = 100 with ``--quick``):
 * ``pair_vs_pipecat_direct``: rxvoice external-mode frames/s / Pipecat external frames/s with its aggregators'
   private direct mode switched on (no input queues; still a correct context)
 
+rxvoice is fed through its ``Inlet`` (the pipeline's own way in); the row
+``rxvoice ext Subject`` feeds the same pair from a reactivex ``Subject``, as the
+floor is, and is printed beside the ratios.
+
 A ratio is ``nan`` when a side did not run or any of its repetitions was not
 ``ok`` (wrong context: a wrong run is not a fast run).
 
