@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import csv
 import json
+import re
 import statistics
 import sys
 import time
@@ -55,6 +56,107 @@ TARGET_RTF = 0.3
 
 def words(text: str) -> str:
     return " ".join(w for w in spoken_words(text) if w not in FILLERS)
+
+
+# ---- scoring: the field's normalisation ---------------------------------------------------------------------
+
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
+_OCLOCK = re.compile(r"\b(\w+)\s+o['’]?clock\b|\b(\d{1,2}):00\b", re.IGNORECASE)
+_VARIANTS = {"alright": "all right", "ok": "okay"}
+_VARIANT = re.compile(r"\b(" + "|".join(_VARIANTS) + r")\b", re.IGNORECASE)
+
+
+def _english_normalizer() -> Callable[[str], str]:
+    try:
+        from whisper_normalizer.english import EnglishTextNormalizer
+    except ImportError:
+        raise SystemExit("benchmarks/stt.py scores with Whisper's English text normalizer: "
+                         "pip install -e '.[bench]' (whisper-normalizer)") from None
+    return EnglishTextNormalizer()  # type: ignore[no-any-return]
+
+
+_NORMALIZER: Callable[[str], str] | None = None
+
+
+def normalised(text: str) -> list[str]:
+    """``text`` as the field scores it: Whisper's English text normalizer, after two rules it lacks.
+
+    Whisper's normalizer (OpenAI's, as published in ``whisper-normalizer``) lower-cases, drops punctuation and
+    the fillers, expands contractions, writes numbers as digits ("forty two dollars" and "$42" → "$42", "four
+    eight two six one" → "48261") and British spellings as American ones. Before it: an e-mail address is
+    written as said ("jordan.kim@gmail.com" → "jordan dot kim at gmail dot com"; the normalizer would delete
+    "@" and "."), and "o'clock" and ":00" after an hour are dropped ("four o'clock", "4:00" → "four", "4";
+    the normalizer turns "four o'clock" into "40 clock"); "alright" and "ok" are written "all right" and "okay"
+    (spelling variants its British-to-American list does not cover). Word splits are reconciled by :func:`_same_forms`.
+    """
+    global _NORMALIZER
+    if _NORMALIZER is None:
+        _NORMALIZER = _english_normalizer()
+    text = _ADDRESS.sub(lambda m: " " + m.group(0).replace("@", " at ").replace(".", " dot ") + " ", text)
+    text = _OCLOCK.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _VARIANT.sub(lambda m: _VARIANTS[m.group(1).lower()], text)
+    return _NORMALIZER(text).split()
+
+
+def _same_forms(reference: list[str], hypothesis: list[str]) -> list[str]:
+    """The hypothesis with its word splits written as the reference's: "e mail" / "email", "all right" /
+    "alright", "6 pm" / "6 p m", "jordan" / "j o r d a n", "773 118" / "773118".
+
+    A token of either side that equals 2-8 adjacent tokens of the other written together is one spelling of
+    the same words, not an error: adjacent hypothesis tokens that make a reference token are joined, a
+    hypothesis token that several adjacent reference tokens make is split as the reference writes them (the
+    reference's word count, the denominator, never changes). Spelled letters compare with "0" read as "o"
+    (the normalizer writes the letter "o" as the digit).
+    """
+    def key(run: list[str]) -> str:
+        return "".join("o" if t == "0" and len(run) > 1 and all(len(x) == 1 for x in run) else t for t in run)
+
+    ref_words = set(reference)
+    ref_runs: dict[str, list[str]] = {}
+    for i in range(len(reference)):
+        for k in range(2, 9):
+            if i + k <= len(reference):
+                ref_runs.setdefault(key(reference[i:i + k]), reference[i:i + k])
+    out: list[str] = []
+    i = 0
+    while i < len(hypothesis):
+        for k in range(8, 1, -1):
+            run = hypothesis[i:i + k]
+            if len(run) == k and key(run) in ref_words:
+                out.append(key(run))
+                i += k
+                break
+        else:
+            token = hypothesis[i]
+            split = ref_runs.get(token) if token not in ref_words else None
+            out += split if split is not None else [token]
+            i += 1
+    return out
+
+
+def edits(reference: list[str], hypothesis: list[str]) -> int:
+    """Substitutions + deletions + insertions between two token lists (Levenshtein)."""
+    row = list(range(len(hypothesis) + 1))
+    for i, r in enumerate(reference, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hypothesis, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[-1]
+
+
+def raw_words(text: str) -> list[str]:
+    """Lower case without punctuation, nothing else: what a plain scorer compares."""
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def scored(reference: str, hypothesis: str) -> dict[str, tuple[int, int]]:
+    """(errors, reference words) under each scoring: ``raw``, ``spoken`` (digits as words) and ``normalised``."""
+    ref, hyp = normalised(reference), normalised(hypothesis)
+    spoken_ref, spoken_hyp = words(reference).split(), words(hypothesis).split()
+    raw_ref = raw_words(reference)
+    return {"raw": (edits(raw_ref, raw_words(hypothesis)), len(raw_ref)),
+            "spoken": (edits(spoken_ref, spoken_hyp), len(spoken_ref)),
+            "normalised": (edits(ref, _same_forms(ref, hyp)), len(ref))}
 
 
 @dataclass
