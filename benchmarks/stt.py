@@ -42,12 +42,12 @@ from typing import Any
 
 from rxvoice.cli.transcribe import transcribe
 from rxvoice.cli.wav import Recording, read_wav
+from rxvoice.pipeline import inline_offload
 from rxvoice.services.spoken import spoken_words
 from rxvoice.services.stt import PocketSphinxSTT, Recognizer, STTService, word_error_rate
 from rxvoice.services.whisper import WhisperSTT
 from rxvoice.services.whisper_model import find_whisper_model
 from rxvoice.testing import load_transcript
-from rxvoice.turns import inline_offload
 
 FILLERS = frozenset({"uh", "um", "er", "hmm", "mm"})
 TARGET_WER = 0.15

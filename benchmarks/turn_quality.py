@@ -1,7 +1,8 @@
 """Turn-taking quality on labelled calls: rxvoice's setups and Pipecat 1.14's Smart Turn default, same files.
 
 Both sides hear the same recordings as 20 ms ``InputAudioRawFrame``\\ s and get
-the transcript's finals 0.3 s after each segment ends, and both are scored by
+the transcript's finals 0.3 s after each segment ends, as an STT delivers them
+(``--words``, default ``plain``: lower case, no punctuation), and both are scored by
 the same rule (:func:`rxvoice.cli.eval.judge`): a labelled end is *found* when
 a turn ends after it and before the caller goes on; a turn that ends after a
 mid-sentence segment (or inside any segment) *cuts the caller off*.
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from rxvoice.cli.analysis import Analysis, Setup, Turn
-from rxvoice.cli.eval import Item, PauseResult, evaluate, find_items, judge, totals
+from rxvoice.cli.eval import WORD_MODES, Item, PauseResult, evaluate, find_items, judge, stt_words, totals
 from rxvoice.cli.wav import read_wav
 
 HERE = Path(__file__).resolve().parent
@@ -48,11 +49,11 @@ TAIL = 4.0
 CHUNK = 320
 
 
-def rxvoice_runs(items: list[Item], jobs: int) -> dict[str, list[tuple[Item, list[PauseResult]]]]:
+def rxvoice_runs(items: list[Item], jobs: int, words: str) -> dict[str, list[tuple[Item, list[PauseResult]]]]:
     out: dict[str, list[tuple[Item, list[PauseResult]]]] = {}
     for stop in ("smart-turn", "smart-turn-only", "speech-timeout"):
         setup = Setup(stop=stop, model=MODEL if stop != "speech-timeout" else None, stt_delay=STT_DELAY, tail=TAIL)
-        (run,) = evaluate(items, [(setup, {})], jobs=jobs)
+        (run,) = evaluate(items, [(setup, {})], jobs=jobs, words=words)
         out[f"rxvoice {stop}"] = run.recordings
     return out
 
@@ -60,7 +61,7 @@ def rxvoice_runs(items: list[Item], jobs: int) -> dict[str, list[tuple[Item, lis
 # -- Pipecat, in real time -----------------------------------------------------------------------------
 
 
-async def pipecat_one(item: Item) -> list[float]:
+async def pipecat_one(item: Item, words_mode: str = "plain") -> list[float]:
     """When (s from the first audio chunk) Pipecat's user aggregator ended each turn."""
     from loguru import logger
 
@@ -83,7 +84,7 @@ async def pipecat_one(item: Item) -> list[float]:
     recording = read_wav(item.wav)
     samples = np.concatenate((recording.samples, np.zeros(round(TAIL * 16000), dtype=np.int16)))
     chunks = [samples[i:i + CHUNK].tobytes() for i in range(0, len(samples) - CHUNK + 1, CHUNK)]
-    words = sorted((s.end + STT_DELAY, s.text) for s in item.transcript.segments)
+    words = sorted((s.end + STT_DELAY, s.text) for s in stt_words(item.transcript, words_mode).segments)
 
     strategies = UserTurnStrategies(stop=[TurnAnalyzerUserTurnStopStrategy(
         turn_analyzer=LocalSmartTurnAnalyzerV3(smart_turn_model_path=str(MODEL), cpu_count=1))])
@@ -130,11 +131,11 @@ async def pipecat_one(item: Item) -> list[float]:
     return ends
 
 
-def pipecat_runs(items: list[Item], parallel: int) -> list[tuple[Item, list[PauseResult]]]:
+def pipecat_runs(items: list[Item], parallel: int, words: str = "plain") -> list[tuple[Item, list[PauseResult]]]:
     async def all_items() -> list[list[float]]:
         out: list[list[float]] = []
         for k in range(0, len(items), parallel):
-            out += await asyncio.gather(*(pipecat_one(it) for it in items[k:k + parallel]))
+            out += await asyncio.gather(*(pipecat_one(it, words) for it in items[k:k + parallel]))
             print(f"  pipecat: {min(k + parallel, len(items))}/{len(items)}", file=sys.stderr)
         return out
 
@@ -153,18 +154,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-rxvoice", action="store_true", help="only Pipecat")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--words", choices=WORD_MODES, default="plain", help="how the transcripts are replayed")
     args = p.parse_args(argv)
     items = find_items(args.paths)
     started = time.perf_counter()
     runs: dict[str, list[tuple[Item, list[PauseResult]]]] = {}
     if not args.no_rxvoice:
-        runs.update(rxvoice_runs(items, args.jobs))
+        runs.update(rxvoice_runs(items, args.jobs, args.words))
     if args.pipecat:
-        runs["pipecat 1.14 smart-turn (default)"] = pipecat_runs(items, args.jobs)
+        runs["pipecat 1.14 smart-turn (default)"] = pipecat_runs(items, args.jobs, args.words)
     groups = {str(path): [it for it in items if it.wav.parent == Path(path)] for path in args.paths}
     out: dict[str, Any] = {}
-    print(f"{len(items)} recordings, finals {STT_DELAY} s after speech ({time.perf_counter() - started:.0f} s)")
-    print(f"{'setup':<36} {'set':<14} {'ends found':>11} {'cut-offs':>9} {'missed':>6} {'p50':>6} {'p90':>6}")
+    print(f"{len(items)} recordings, finals {STT_DELAY} s after speech, words {args.words} "
+          f"({time.perf_counter() - started:.0f} s)")
+    print(f"{'setup':<36} {'set':<14} {'ends found':>11} {'cut-offs':>9} {'audible':>7} {'missed':>6} "
+          f"{'p50':>6} {'p90':>6}")
     for name, recordings in runs.items():
         for group, members in groups.items():
             pauses = [p for it, ps in recordings if it in members for p in ps]
@@ -176,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             p50 = "-" if t.latency_p50 is None else f"{t.latency_p50:.2f}"
             p90 = "-" if t.latency_p90 is None else f"{t.latency_p90:.2f}"
             print(f"{name:<36} {label:<14} {t.found:>4}/{t.turn_ends:<3} ({t.found_rate:4.0%}) "
-                  f"{t.cut_offs:>3}/{t.pauses:<3} {t.missed:>6} {p50:>6} {p90:>6}")
+                  f"{t.cut_offs:>3}/{t.pauses:<3} {t.audible:>7} {t.missed:>6} {p50:>6} {p90:>6}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0

@@ -44,8 +44,9 @@ from rxvoice.audio.vad import SileroVADAnalyzer, VADParams
 from rxvoice.audio.vad_processor import VADProcessor
 from rxvoice.context import ContextSnapshot
 from rxvoice.errors import ModelNotFoundError
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, load_transcript, replay_transcript
-from rxvoice.turns import SchedulerOffload, SpeechTimeoutStop, TurnsConfig
+from rxvoice.turns import SpeechTimeoutStop, TurnsConfig
 from rxvoice.turns.strategy import StopStrategy
 
 CHUNK = 320  # 20 ms at 16 kHz

@@ -25,9 +25,9 @@ from ..frames import (
     TTSTextFrame,
 )
 from ..pipeline.processor import EventfulProcessor, Port
+from ..pipeline.shell import StageShell
 from ..text.parts import concatenate
 from .assistant_core import ASSISTANT_EVENTS, AssistantCore, AssistantState
-from .shell import StageShell
 
 if TYPE_CHECKING:
     from .summarizer import Summarizer, SummarizerSession
@@ -51,7 +51,9 @@ class AssistantAggregator(EventfulProcessor):
 
     Events: ``on_assistant_turn_started``, ``on_assistant_turn_stopped``
     (:class:`AssistantTurnStopped`), ``on_assistant_thought``
-    (:class:`AssistantThought`), ``on_error``.
+    (:class:`AssistantThought`), ``on_assistant_backchannel`` (a
+    ``BotBackchannelFrame`` the synthesizer spoke: not a turn, not in the
+    conversation), ``on_error``.
     """
 
     name = "AssistantContextAggregator"

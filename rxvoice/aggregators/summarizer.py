@@ -22,6 +22,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import reactivex
@@ -41,6 +42,7 @@ from ..frames import (
     LLMFullResponseStartFrame,
     LLMSummarizeContextFrame,
 )
+from ..pipeline.offload import Offload, default_offload, loop_offload
 from ..pipeline.session import Session
 from ..pipeline.stage import Stage
 from ..summarization import (
@@ -53,11 +55,10 @@ from ..summarization import (
     messages_to_summarize,
     should_summarize,
 )
-from ..workers import shared_pool
 from .reports import EVENT_REQUEST_SUMMARIZATION, EVENT_SUMMARY_APPLIED, SummaryApplied
 
 if TYPE_CHECKING:
-    from .shell import StageShell
+    from ..pipeline.shell import StageShell
 
 __all__ = ["SUMMARIZER_EVENTS", "Summarizer", "SummarizerSession"]
 
@@ -266,7 +267,7 @@ class SummarizerSession:
         pending = _Pending(request_id, config, snapshot.messages)
         self.pending = pending
         self.in_flight = True
-        pending.timer = self.port.call_later(config.summarization_timeout, lambda: self._timed_out(pending))
+        pending.timer = self.shell.later(config.summarization_timeout, lambda: self._timed_out(pending))
         frame = LLMContextSummaryRequestFrame(
             request_id, self.context, keep, config.target_context_tokens, config.prompt,
             config.summarization_timeout,
@@ -285,12 +286,7 @@ class SummarizerSession:
                 request_id, chosen, format_transcript(chosen), config.prompt, config.target_context_tokens,
                 selection.last_index, keep, config.summarization_timeout,
             )
-            try:
-                self._ask_callable(llm, summary_request, pending)
-            except Exception as exc:  # the executor refused the job (shut down, saturated)
-                self._settle(pending)
-                self._fail(SummarizationError(f"the summary model could not be started: {exc!r}"))
-                return None
+            self._ask_callable(llm, summary_request, pending)  # a refused job comes back as the model's failure
         return request_id
 
     def _ask_stage(self, stage: Stage, frame: LLMContextSummaryRequestFrame) -> None:
@@ -302,7 +298,7 @@ class SummarizerSession:
 
             def answer(f: Frame) -> None:
                 if type(f) is LLMContextSummaryResultFrame:
-                    session.run(self._enter, lambda: self._on_result_frame(f))
+                    self.shell.enter(lambda: self._on_result_frame(f))
 
             self._stage_input = source
             self._stage_subscription = down.subscribe(answer, lambda e: log.error("the summary stage failed: %s", e),
@@ -310,29 +306,19 @@ class SummarizerSession:
         self._stage_input.on_next(frame)
 
     def _ask_callable(self, fn: Callable[[SummaryRequest], Any], request: SummaryRequest, pending: _Pending) -> None:
-        """A dedicated model function, run off the session; its answer comes back through it."""
-        session = self.port.session
-        loop = _loop_of(session)
-
-        def done(future: concurrent.futures.Future[Any]) -> None:
-            if future.cancelled():
-                return
-            error = future.exception()
-            outcome: Any = error if error is not None else future.result()
-            session.run(self._enter, lambda: self._on_answer(pending, outcome))
-
-        future: concurrent.futures.Future[Any]
+        """A dedicated model function, run off the session (the shell's submit); its answer comes back through it."""
+        loop = _loop_of(self.port.session)
+        offload: Offload
         if loop is not None and inspect.iscoroutinefunction(fn):
-            future = asyncio.run_coroutine_threadsafe(_call_async(fn, request), loop)
+            offload = loop_offload(loop)
+            job: Callable[[], Any] = partial(_call_async, fn, request)
         else:
-            executor = self.summarizer.executor or shared_pool()
-            future = executor.submit(_call_sync, fn, request, loop)
-        pending.cancel = future.cancel
-        future.add_done_callback(done)
-
-    def _enter(self, fn: Callable[[], Any]) -> None:
-        if not self.closed:
-            self.port.inject_call(fn)
+            executor = self.summarizer.executor
+            offload = executor.submit if executor is not None else default_offload
+            job = partial(_call_sync, fn, request, loop)
+        future = self.shell.submit(job, lambda outcome: self._on_answer(pending, outcome), offload=offload)
+        if future is not None:
+            pending.cancel = future.cancel
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -363,12 +349,12 @@ class SummarizerSession:
         def on_next(value: Any) -> None:
             if not got[0]:
                 got[0] = True
-                session.run(self._enter, lambda: self._on_answer(pending, value))
+                self.shell.enter(lambda: self._on_answer(pending, value))
 
         def on_error(error: Exception) -> None:
             if not got[0]:
                 got[0] = True
-                session.run(self._enter, lambda: self._on_answer(pending, error))
+                self.shell.enter(lambda: self._on_answer(pending, error))
 
         def on_completed() -> None:
             on_error(SummarizationError("the summary model completed without a summary"))

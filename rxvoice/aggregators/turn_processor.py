@@ -26,21 +26,23 @@ from reactivex import abc
 from ..errors import ConfigurationError
 from ..events import EventRegistry
 from ..frames import CancelFrame, Direction, EndFrame, Frame, StartFrame
+from ..pipeline.offload import Offload
 from ..pipeline.processor import Port
+from ..pipeline.shell import TurnShell, TurnStage
 from ..turns.config import TurnsConfig
 from ..turns.machine import TurnMachine
 from ..turns.mute import MuteStrategy
-from ..turns.offload import Offload
 from ..turns.reports import (
+    EVENT_USER_BACKCHANNEL,
     EVENT_USER_MUTE_STARTED,
     EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_CLASSIFIED,
     EVENT_USER_TURN_IDLE,
     EVENT_USER_TURN_INFERENCE_TRIGGERED,
     EVENT_USER_TURN_STARTED,
     EVENT_USER_TURN_STOP_TIMEOUT,
     EVENT_USER_TURN_STOPPED,
 )
-from .shell import TurnShell, TurnStage
 
 __all__ = ["TURN_EVENTS", "UserTurnProcessor"]
 
@@ -52,6 +54,8 @@ TURN_EVENTS = (
     EVENT_USER_TURN_IDLE,
     EVENT_USER_MUTE_STARTED,
     EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_CLASSIFIED,
+    EVENT_USER_BACKCHANNEL,
 )
 """The processor's events: the aggregator's names, minus the message it does not write (plus ``on_error``)."""
 
@@ -67,7 +71,7 @@ class UserTurnProcessor(TurnStage):
         mute: Mute strategies (merged with ``turns.mute``).
         scheduler: The scheduler to run on (default: the one given at
             subscribe time).
-        offload: Where heavy strategy work runs (see :mod:`rxvoice.turns.offload`).
+        offload: Where heavy strategy work runs (see :mod:`rxvoice.pipeline.offload`).
 
     Events (``handler(processor, payload)``): ``on_user_turn_started``
     (the start strategy), ``on_user_turn_stopped`` (a

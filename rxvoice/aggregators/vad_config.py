@@ -6,13 +6,13 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..audio.vad.controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 from ..errors import ConfigurationError, RxVoiceError
 from ..frames import DOWN, InputAudioRawFrame
 from ..pipeline.deadline import Deadlines
-from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 
 if TYPE_CHECKING:
-    from .shell import StageShell
+    from ..pipeline.shell import StageShell
 
 __all__ = ["VADConfig"]
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..turns import EndOfTurnAnalyzer, FusedTurnStop, TurnsConfig
+from ..turns.ending import WordsEndModel
 from .turn.smart_turn import SmartTurnAnalyzer
 from .vad.params import SMART_TURN_MIN_VOLUME, SMART_TURN_STOP_SECS, VADParams
 
@@ -37,7 +38,8 @@ VAD_PARAMETERS = frozenset(f.name for f in dataclasses.fields(VADParams))
 """Names :func:`recommended_turn_setup` passes to :class:`~rxvoice.audio.vad.VADParams`."""
 
 STOP_PARAMETERS = frozenset(
-    f.name for f in dataclasses.fields(FusedTurnStop) if f.init and f.name not in ("analyzer",)
+    f.name for f in dataclasses.fields(FusedTurnStop)
+    if f.init and f.name not in ("analyzer", "words_end", "wait_model")
 )
 """Names :func:`recommended_turn_setup` passes to :class:`~rxvoice.turns.FusedTurnStop`."""
 
@@ -66,6 +68,7 @@ def recommended_turn_setup(
     *,
     analyzer: EndOfTurnAnalyzer | None = None,
     smart_turn: bool = True,
+    words_end: WordsEndModel | None = None,
     **overrides: Any,
 ) -> RecommendedTurnSetup:
     """Smart Turn v3.2 with the words and the silence, and the VAD parameters it was measured with.
@@ -76,9 +79,11 @@ def recommended_turn_setup(
         analyzer: an end-of-turn analyzer to use instead (a
             :class:`~rxvoice.audio.turn.SmartTurnBatcher`, a test double).
         smart_turn: ``False`` decides on words and silence alone (no model).
+        words_end: the words' end-of-turn signal (default: the trigram model in the
+            ``pocketsphinx`` wheel, see :func:`~rxvoice.turns.ending.default_words_end`).
         overrides: any :class:`~rxvoice.audio.vad.VADParams` field
             (``stop_secs``, ``min_volume``, ...) or :class:`~rxvoice.turns.FusedTurnStop`
-            parameter (``unsure_timeout``, ...), to try other values.
+            parameter (``patience``, ...), to try other values.
 
     Raises:
         ConfigurationError: an unknown or out-of-range parameter, or both
@@ -98,6 +103,8 @@ def recommended_turn_setup(
         **{k: v for k, v in overrides.items() if k in VAD_PARAMETERS},
     }
     stop: dict[str, Any] = {k: v for k, v in overrides.items() if k in STOP_PARAMETERS}
+    if words_end is not None:
+        stop["words_end"] = words_end
     if smart_turn and analyzer is None:
         analyzer = SmartTurnAnalyzer(model)
     return RecommendedTurnSetup(VADParams(**vad), FusedTurnStop(analyzer if smart_turn else None, **stop))

@@ -42,9 +42,9 @@ from ..frames import (
 )
 from ..pipeline.deadline import Deadlines
 from ..pipeline.processor import EventfulProcessor, Port
-from ..turns.vad_controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 from .convert import AudioConverter
 from .vad.analyzer import VADAnalyzer
+from .vad.controller import VADControllerState, VADDecision, VADSettings, vad_audio_idle, vad_step
 from .vad.params import VADParams, VADState
 from .vad.silero import SileroVADAnalyzer, analyze_batch
 

@@ -3,15 +3,20 @@
 Labels come from a ``<name>.transcript.json`` beside each WAV (segments with
 ``text``/``start``/``end``/``turn_end``, as ``rxvoice turns`` reads them), or
 from a folder's ``labels.csv`` (one utterance per WAV, ``label`` ``complete``
-or ``incomplete``, as in the Smart Turn fixtures). Every pause after a
-segment is judged:
+or ``incomplete``, as in the Smart Turn fixtures). The transcript is replayed
+as a speech-to-text service would deliver it (``--words``, default ``plain``:
+lower case, no punctuation; an annotator's commas and full stops know what
+came next). Every pause after a segment is judged:
 
 * ``found``: a labelled end of turn answered before the caller went on (its
   latency: the answer minus the segment's end);
-* ``missed``: a labelled end with no answer before the next segment;
+* ``missed``: a labelled end with no answer before the next segment (an answer
+  in the first ``HEARD`` seconds of the next segment, before a VAD can hear it,
+  is a late one);
 * ``cut-off``: a mid-sentence pause answered (or a turn that ended inside a
-  segment), and ``recovered`` when the aggregator then reported
-  ``on_user_turn_recovered`` (the false end undone before the bot spoke);
+  segment); *recovered* when the caller resumed before the bot's first audio
+  would have started (``--bot-delay`` seconds after the answer), *audible*
+  otherwise;
 * ``held``: a mid-sentence pause waited through.
 
 A single ``incomplete`` utterance of a ``labels.csv`` stands for a speaker
@@ -40,8 +45,9 @@ from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Segment, Transcript, load_transcript
 from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model, positive_int
 from .labels import utterance_words
-from .observations import Recovered, Turn
+from .observations import Turn
 from .progress import Progress
+from .replies import ReplyCounts, ReplyResult, reply_results, reply_summary
 from .runner import Analysis, analyze
 from .sample import SAMPLE_NOTE, sample_paths
 from .score import check_transcript
@@ -59,6 +65,8 @@ from .transcribe import offline_stt, stt_label, transcribe
 from .wav import read_wav
 
 __all__ = [
+    "BOT_DELAY",
+    "WORD_MODES",
     "Item",
     "PauseResult",
     "RunResult",
@@ -69,10 +77,21 @@ __all__ = [
     "judge",
     "plot_tradeoff",
     "run",
+    "stt_words",
     "totals",
 ]
 
-JSON_VERSION = 1
+JSON_VERSION = 2
+WORD_MODES = ("plain", "stop-each", "as-written")
+"""How a transcript is replayed: as an STT without punctuation or casing (``plain``, the default), as
+one that ends every final with a full stop (``stop-each``), or as the file wrote it (``as-written``,
+for comparison only: an annotator's punctuation knows what came next)."""
+HEARD = 0.25
+"""Seconds into a segment before a VAD can have heard it (Silero's 0.2 s start, a frame): a turn that
+ends that early in a segment is judged with the pause before it."""
+BOT_DELAY = 0.6
+"""Seconds from a turn end to the bot's first audio (a fast model plus TTS): a caller who resumes
+sooner never hears the cut-off."""
 RECOVERED_EVENT = "on_user_turn_recovered"
 """The user aggregator's event for a false end undone (counted when the aggregator has it)."""
 _EPS = 0.0015
@@ -97,8 +116,10 @@ Examples:
   rxvoice eval
   rxvoice eval --stop speech-timeout
   rxvoice eval calls/
-  rxvoice eval calls/ turns/ --sweep unsure_timeout=0.6,0.8,1.0 --plot tradeoff.png
+  rxvoice eval calls/ turns/ --sweep patience=0.5,1,2 --plot tradeoff.png
   rxvoice eval calls/ --set stop_secs=0.12 --json
+  rxvoice eval calls/ --words stop-each --bot-delay 0.8
+  rxvoice eval calls/ --sweep patience=0.5,1,1.5,2 --plot tradeoff.png
 """
 
 
@@ -170,13 +191,34 @@ def find_items(paths: Iterable[str | Path], *, resume_after: float = 1.0) -> lis
     return items
 
 
-def without_punctuation(transcript: Transcript) -> Transcript:
-    """The transcript as an STT without punctuation or casing would give it."""
-    segments = tuple(
-        Segment(" ".join(re.sub(r"[^\w\s']", " ", s.text).lower().split()), s.start, s.end, s.turn_end)
-        for s in transcript.segments
-    )
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s']", " ", text).lower().split())
+
+
+def stt_words(transcript: Transcript, mode: str = "plain") -> Transcript:
+    """The transcript's words as a speech-to-text service would deliver them (see :data:`WORD_MODES`).
+
+    Raises:
+        CLIError: an unknown mode.
+    """
+    if mode == "as-written":
+        return transcript
+    if mode not in WORD_MODES:
+        raise CLIError(f"--words {mode}: choose one of {', '.join(WORD_MODES)}")
+
+    def form(text: str) -> str:
+        words = _plain(text)
+        if mode == "plain" or not words:
+            return words
+        return words[:1].upper() + words[1:] + "."
+
+    segments = tuple(Segment(form(s.text), s.start, s.end, s.turn_end) for s in transcript.segments)
     return Transcript(segments, transcript.sample_rate, transcript.duration)
+
+
+def without_punctuation(transcript: Transcript) -> Transcript:
+    """The transcript as an STT without punctuation or casing would give it (``stt_words(t, "plain")``)."""
+    return stt_words(transcript, "plain")
 
 
 # -- judging ----------------------------------------------------------------------------------------
@@ -196,7 +238,9 @@ class PauseResult:
         latency: ``answered_at - end`` for an answer.
         cause: the deciding reason's short form (``model``, ``words``, ...).
         reason: the deciding reason in words.
-        recovered: a cut-off undone by the aggregator's recovery.
+        recovered: a cut-off the caller never heard: they resumed before the bot's first audio
+            (``answered_at + bot_delay``), or the turn ended inside their speech.
+        resumed_at: when the caller went on after this segment (``None``: they did not).
     """
 
     index: int
@@ -209,13 +253,18 @@ class PauseResult:
     cause: str | None = None
     reason: str | None = None
     recovered: bool = False
+    resumed_at: float | None = None
+
+    @property
+    def audible(self) -> bool:
+        """A cut-off the caller heard: the bot started speaking before they went on."""
+        return self.outcome == "cut-off" and not self.recovered
 
 
-def judge(item: Item, analysis: Analysis) -> list[PauseResult]:
-    """Every segment's pause, judged against its label."""
+def judge(item: Item, analysis: Analysis, *, bot_delay: float = BOT_DELAY) -> list[PauseResult]:
+    """Every segment's pause, judged against its label (``bot_delay``: see :data:`BOT_DELAY`)."""
     segments = item.transcript.segments
     decided = [t for t in analysis.turns if t.cause != "end"]
-    recoveries = [o.time for o in analysis.observations if isinstance(o, Recovered)]
     out: list[PauseResult] = []
     for i, seg in enumerate(segments):
         if i + 1 < len(segments):
@@ -224,21 +273,25 @@ def judge(item: Item, analysis: Analysis) -> list[PauseResult]:
             until = seg.end + item.resume_after
         else:
             until = math.inf
-        inside = [t for t in decided if seg.start + _EPS < t.ended < seg.end - _EPS]
-        after = [t for t in decided if seg.end - _EPS <= t.ended < until]
+        resumed = None if math.isinf(until) else until
+        # No VAD hears speech before HEARD seconds of it: an answer that early still belongs to the pause.
+        inside = [t for t in decided if seg.start + (HEARD if i else 0.0) + _EPS < t.ended < seg.end - _EPS]
+        after = [t for t in decided if seg.end - _EPS <= t.ended < until + HEARD]
         hits = inside or after
         hit: Turn | None = hits[0] if hits else None
         if inside or (after and not seg.turn_end):
             outcome = "cut-off"
-        elif after:
+        elif after and after[0].ended < until:
             outcome = "found"
         else:
-            outcome = "missed" if seg.turn_end else "held"
+            outcome = "missed" if seg.turn_end else "held"  # an end answered after the caller went on: missed
         latency = None if hit is None else round(hit.ended - seg.end, 6)
-        recovered = outcome == "cut-off" and hit is not None and any(hit.ended <= r < until for r in recoveries)
+        recovered = outcome == "cut-off" and hit is not None and (
+            bool(inside) or (resumed is not None and resumed < hit.ended + bot_delay - _EPS)
+        )
         out.append(PauseResult(
             i + 1, seg.text, seg.end, seg.turn_end, None if hit is None else hit.ended, outcome, latency,
-            None if hit is None else hit.cause, None if hit is None else hit.reason, recovered,
+            None if hit is None else hit.cause, None if hit is None else hit.reason, recovered, resumed,
         ))
     return out
 
@@ -255,6 +308,7 @@ class Totals:
     recovered: int
     latency_p50: float | None
     latency_p90: float | None
+    audible: int = 0
 
     @property
     def found_rate(self) -> float:
@@ -264,11 +318,17 @@ class Totals:
     def cut_off_rate(self) -> float:
         return self.cut_offs / self.pauses if self.pauses else 0.0
 
+    @property
+    def audible_rate(self) -> float:
+        return self.audible / self.pauses if self.pauses else 0.0
+
     def as_json(self) -> dict[str, Any]:
+        """The totals under their documented keys (``docs/turn-taking.md``, "Measuring it")."""
         return {
             "turn_ends": self.turn_ends, "found": self.found, "missed": self.missed, "pauses": self.pauses,
-            "cut_offs": self.cut_offs, "recovered_cut_offs": self.recovered,
+            "cut_offs": self.cut_offs, "recovered_cut_offs": self.recovered, "audible_cut_offs": self.audible,
             "found_rate": round(self.found_rate, 4), "cut_off_rate": round(self.cut_off_rate, 4),
+            "audible_rate": round(self.audible_rate, 4),
             "latency_p50": self.latency_p50, "latency_p90": self.latency_p90,
         }
 
@@ -290,7 +350,7 @@ def totals(pauses: Iterable[PauseResult]) -> Totals:
     return Totals(
         len(ends), sum(p.outcome == "found" for p in ends), sum(p.outcome == "missed" for p in ends),
         len(mids), sum(p.outcome == "cut-off" for p in ps), sum(p.recovered for p in ps),
-        _quantile(latencies, 0.5), _quantile(latencies, 0.9),
+        _quantile(latencies, 0.5), _quantile(latencies, 0.9), sum(p.audible for p in ps),
     )
 
 
@@ -302,17 +362,32 @@ class RunResult:
     params: dict[str, float]
     recordings: list[tuple[Item, list[PauseResult]]] = field(default_factory=list)
     errors: list[tuple[Path, str]] = field(default_factory=list)
+    replies: list[tuple[list[ReplyResult], ReplyCounts]] = field(default_factory=list)
+    """With ``--first-token-delay``: each recording's first-audio latencies and speculation counts."""
 
     @property
     def totals(self) -> Totals:
         return totals(p for _, ps in self.recordings for p in ps)
 
+    def reply_figures(self) -> dict[str, Any] | None:
+        """The end of speech to the bot's first audio and the speculation counts, over every recording."""
+        if not self.replies:
+            return None
+        results = [r for rs, _ in self.replies for r in rs]
+        counts = sum((c for _, c in self.replies), ReplyCounts())
+        return reply_summary(results, counts)
 
-def _one(job: tuple[Item, Setup, bool, str | None]) -> tuple[Item, list[PauseResult] | None, str | None]:
-    item, setup, strip, stt = job
+
+_Replies = tuple[list[ReplyResult], ReplyCounts] | None
+
+
+def _one(
+    job: tuple[Item, Setup, str, float, str | None],
+) -> tuple[Item, list[PauseResult] | None, str | None, _Replies]:
+    item, setup, words, bot_delay, stt = job
     try:
         recording = read_wav(item.wav)
-        transcript = without_punctuation(item.transcript) if strip else item.transcript
+        transcript = stt_words(item.transcript, words)
         check_transcript(transcript, recording, item.wav.name)
         if stt is not None:  # the words an offline STT hears; the transcript only labels the pauses
             engine = offline_stt(stt)
@@ -320,36 +395,53 @@ def _one(job: tuple[Item, Setup, bool, str | None]) -> tuple[Item, list[PauseRes
             analysis = analyze(recording, setup, words=heard, windows=False)
         else:
             analysis = analyze(recording, setup, transcript=transcript, windows=False)
-        return item, judge(item, analysis), None
+        pauses = judge(item, analysis, bot_delay=bot_delay)
+        replies: _Replies = None
+        if setup.first_token_delay is not None:
+            found = [(p.index, p.answered_at) for p in pauses if p.outcome == "found" and p.answered_at is not None]
+            replies = reply_results(transcript, found, analysis)
+        return item, pauses, None, replies
     except (CLIError, RxVoiceError) as exc:
-        return item, None, str(exc)
+        return item, None, str(exc), None
 
 
 def evaluate(
     items: Sequence[Item], setups: Sequence[tuple[Setup, dict[str, float]]], *,
-    strip_punctuation: bool = False, jobs: int = 1, on_step: Callable[[str], None] | None = None,
+    words: str = "plain", bot_delay: float = BOT_DELAY, jobs: int = 1,
+    on_step: Callable[[str], None] | None = None, strip_punctuation: bool | None = None,
     stt: str | None = None,
 ) -> list[RunResult]:
-    """Run every setup over every item (``jobs`` processes), in order (``stt``: words from that offline STT)."""
+    """Run every setup over every item (``jobs`` processes), in order (``stt``: words from that offline STT).
+
+    ``words`` is the replay mode (:data:`WORD_MODES`); ``strip_punctuation`` is its old spelling
+    (``True``: ``plain``, ``False``: ``as-written``).
+    """
+    if strip_punctuation is not None:
+        words = "plain" if strip_punctuation else "as-written"
+    if words not in WORD_MODES:
+        raise CLIError(f"--words {words}: choose one of {', '.join(WORD_MODES)}")
     runs = [RunResult(setup, params) for setup, params in setups]
-    work = [(item, setup, strip_punctuation, stt) for setup, _ in setups for item in items]
+    work = [(item, setup, words, bot_delay, stt) for setup, _ in setups for item in items]
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(jobs) as pool:
             results = list(_stepped(pool.map(_one, work), on_step))
     else:
         results = list(_stepped(map(_one, work), on_step))
-    for n, (item, pauses, error) in enumerate(results):
+    for n, (item, pauses, error, replies) in enumerate(results):
         target = runs[n // len(items)]
         if pauses is None:
             target.errors.append((item.wav, error or "failed"))
         else:
             target.recordings.append((item, pauses))
+            if replies is not None:
+                target.replies.append(replies)
     return runs
 
 
 def _stepped(
-    results: Iterable[tuple[Item, list[PauseResult] | None, str | None]], on_step: Callable[[str], None] | None
-) -> Iterable[tuple[Item, list[PauseResult] | None, str | None]]:
+    results: Iterable[tuple[Item, list[PauseResult] | None, str | None, _Replies]],
+    on_step: Callable[[str], None] | None,
+) -> Iterable[tuple[Item, list[PauseResult] | None, str | None, _Replies]]:
     for result in results:
         if on_step is not None:
             on_step(result[0].wav.name)
@@ -414,8 +506,14 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="a VAD or stop-strategy parameter (e.g. stop_secs=0.12); repeatable")
     p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="NAME=a,b,c",
                    help="run once per value; several --sweep: every combination")
-    p.add_argument("--no-punctuation", action="store_true",
-                   help="replay the transcripts lower-cased without punctuation (an STT without either)")
+    p.add_argument("--words", choices=WORD_MODES, default=None,
+                   help="how the transcripts are replayed: plain (default: lower case, no punctuation), "
+                        "stop-each (a full stop after every final) or as-written (the file's text, "
+                        "for comparison only)")
+    p.add_argument("--no-punctuation", action="store_true", help="the same as --words plain (the default)")
+    p.add_argument("--bot-delay", type=_nonneg, default=BOT_DELAY, metavar="S",
+                   help="seconds from a turn end to the bot's first audio: a cut-off the caller resumes "
+                        f"from sooner is recovered, later audible (default {BOT_DELAY:g})")
     p.add_argument("--stt", choices=("whisper", "pocketsphinx"),
                    help="judge on the words an offline STT hears in each recording instead of its transcript's "
                         "text (the transcript still labels the pauses)")
@@ -423,6 +521,14 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="a labels.csv 'incomplete' utterance is cut off if answered within S s (default 1.0)")
     p.add_argument("--tail", type=_nonneg, default=4.0, metavar="S",
                    help="seconds of silence played after each recording (default 4)")
+    p.add_argument("--first-token-delay", type=_nonneg, metavar="S",
+                   help="a scripted model answers every turn S seconds after it is asked and a paced voice "
+                        "speaks it: report the end of speech to the bot's first audio")
+    p.add_argument("--speculate", action="store_true",
+                   help="speculative replies: ask the model when the end is likely, hold the answer "
+                        "(with --first-token-delay: report the wasted requests per turn)")
+    p.add_argument("--interim-lag", type=_nonneg, metavar="S",
+                   help="the replayed STT also sends interim words, each S seconds after it is spoken")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="recordings analysed in parallel, in processes (default 1)")
     p.add_argument("--plot", metavar="OUT.png", help="write the cut-offs-against-latency curve as a PNG")
@@ -444,6 +550,7 @@ def _setups(args: argparse.Namespace, model: Path | None) -> list[tuple[Setup, d
         setup = Setup(
             vad=args.vad, stop=args.stop, model=model, stt_delay=args.stt_delay,
             model_latency=args.model_latency, tail=args.tail, overrides=tuple(sorted(params.items())),
+            first_token_delay=args.first_token_delay, speculate=args.speculate, interim_lag=args.interim_lag,
         )
         setup.vad_params  # noqa: B018  (validates the parameters now, not in a worker)
         stop_strategy(setup)
@@ -462,9 +569,23 @@ def _params(params: dict[str, float]) -> str:
 def _summary(t: Totals) -> str:
     return (
         f"ends found {t.found}/{t.turn_ends} ({t.found_rate:.0%}), missed {t.missed}; "
-        f"cut-offs {t.cut_offs}/{t.pauses} ({t.cut_off_rate:.0%}), recovered {t.recovered}; "
+        f"cut-offs {t.cut_offs}/{t.pauses} ({t.cut_off_rate:.0%}): recovered {t.recovered}, "
+        f"audible {t.audible} ({t.audible_rate:.0%}); "
         f"latency p50 {_fmt(t.latency_p50)}, p90 {_fmt(t.latency_p90)}"
     )
+
+
+def _reply_line(setup: Setup, f: dict[str, Any]) -> str:
+    """The bot's first audio after the end of speech, and (with speculation) what it cost."""
+    spec = "speculation on" if setup.speculate else "no speculation"
+    line = (f"first token {setup.first_token_delay:g} s, {spec}: end of speech to the bot's first audio "
+            f"p50 {_fmt(f['first_audio_p50'])}, p90 {_fmt(f['first_audio_p90'])} ({f['answered']} ends), "
+            f"false ends undone before the bot spoke {f['recovered']}")
+    if setup.speculate:
+        line += (f"; speculative requests {f['speculative_asked']} ({f['released']} released, {f['dropped']} dropped, "
+                 f"{f['refused']} refused for a tool), wasted {f['wasted_per_turn']:.2f} a turn, "
+                 f"{f['wasted_tokens']} tokens; tool calls started speculatively: {f['speculative_tool_calls']}")
+    return line
 
 
 def report(runs: Sequence[RunResult], *, detail: bool = False) -> str:
@@ -472,43 +593,51 @@ def report(runs: Sequence[RunResult], *, detail: bool = False) -> str:
     lines: list[str] = []
     for r in runs:
         lines.append(f"{r.setup.stop} ({_params(r.params)}): {_summary(r.totals)}")
+        figures = r.reply_figures()
+        if figures is not None:
+            lines.append("  " + _reply_line(r.setup, figures))
         if len(runs) == 1 or detail:
             width = max([len(i.wav.name) for i, _ in r.recordings] + [4])
             for item, pauses in r.recordings:
                 t = totals(pauses)
                 lines.append(
-                    f"  {item.wav.name:<{width}}  ends {t.found}/{t.turn_ends}  cut-offs {t.cut_offs}/{t.pauses}  "
+                    f"  {item.wav.name:<{width}}  ends {t.found}/{t.turn_ends}  cut-offs {t.cut_offs}/{t.pauses} "
+                    f"(audible {t.audible})  "
                     f"p50 {_fmt(t.latency_p50)}  p90 {_fmt(t.latency_p90)}"
                 )
                 if detail:
                     for p in pauses:
                         when = "no answer" if p.answered_at is None else f"answered +{p.latency:.2f} s ({p.cause})"
                         want = "end" if p.should_answer else "pause"
-                        lines.append(f"      {p.index:>2} {want:<5} {p.outcome:<8} {when:<28} {p.text[:60]}")
+                        outcome = p.outcome if p.outcome != "cut-off" else ("recovered" if p.recovered else "AUDIBLE")
+                        lines.append(f"      {p.index:>2} {want:<5} {outcome:<9} {when:<28} {p.text[:60]}")
         for path, error in r.errors:
             lines.append(f"  {path.name}: error: {error}")
     return "\n".join(lines)
 
 
 def to_json(runs: Sequence[RunResult], args: argparse.Namespace) -> dict[str, Any]:
-    """The runs as JSON (schema version 1)."""
+    """The runs as JSON (schema version 2; the keys are documented in ``docs/turn-taking.md``)."""
+    words = _words_mode(args)
     return {
         "version": JSON_VERSION,
         "settings": {**runs[0].setup.describe(), "vad_min_volume": runs[0].setup.vad_params.min_volume,
-                     "no_punctuation": bool(args.no_punctuation), "resume_after": args.resume_after,
-                     "words_from": args.stt or "transcript"},
+                     "words": words, "no_punctuation": words == "plain", "bot_delay": args.bot_delay,
+                     "resume_after": args.resume_after, "words_from": args.stt or "transcript"},
         "runs": [{
             "params": r.params,
             "vad_stop_secs": r.setup.vad_params.stop_secs,
             "totals": r.totals.as_json(),
             "errors": [{"file": str(p), "error": e} for p, e in r.errors],
+            **({} if r.reply_figures() is None else {"replies": r.reply_figures()}),
             "recordings": [{
                 "file": str(item.wav),
                 "totals": totals(pauses).as_json(),
                 "pauses": [{
                     "index": p.index, "text": p.text, "end": p.end, "should_answer": p.should_answer,
                     "answered_at": p.answered_at, "latency": p.latency, "outcome": p.outcome,
-                    "cause": p.cause, "reason": p.reason, "recovered": p.recovered,
+                    "cause": p.cause, "reason": p.reason, "recovered": p.recovered, "audible": p.audible,
+                    "resumed_at": p.resumed_at,
                 } for p in pauses],
             } for item, pauses in r.recordings],
         } for r in runs],
@@ -540,10 +669,14 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
         seen[(round(x90, 2), round(y, 1))] = stack + 1
         ax.annotate(str(n), (x90, y), textcoords="offset points", xytext=(5 + 9 * stack, 4), fontsize=9,
                     fontweight="bold")
+    audible = [100 * x.audible_rate for x in t]
+    ax.scatter(p90, audible, marker="x", color="tab:red", label="audible cut-offs (at p90)", zorder=3)
     ax.axhline(5, color="tab:red", lw=0.8, ls=":")
     ax.text(ax.get_xlim()[0], 5, " 1 in 20 pauses", color="tab:red", fontsize=8, va="bottom")
+    ax.axhline(100 / 6, color="tab:purple", lw=0.8, ls=":")
+    ax.text(ax.get_xlim()[0], 100 / 6, " 1 in 6 pauses", color="tab:purple", fontsize=8, va="bottom")
     ax.set_xlabel("latency after the end of speech (s): found ends")
-    ax.set_ylabel("mid-sentence pauses cut off (%)")
+    ax.set_ylabel("mid-turn pauses cut off: all (dots, squares), audible (x) (%)")
     ax.set_ylim(bottom=-2)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper right", fontsize=8)
@@ -552,7 +685,7 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     found_ax.barh(range(len(runs)), found, color="tab:green")
     found_ax.set_yticks(range(len(runs)), [f"{n}: {label}" for n, label in enumerate(labels, 1)], fontsize=8)
     found_ax.invert_yaxis()
-    found_ax.axvline(97, color="tab:red", lw=0.8, ls=":")
+    found_ax.axvline(95, color="tab:red", lw=0.8, ls=":")
     found_ax.set_xlim(min([*found, 90.0]) - 2, 100.5)
     found_ax.set_xlabel("ends of turn found (%)")
     for i, x in enumerate(t):
@@ -569,6 +702,15 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     return out
 
 
+def _words_mode(args: argparse.Namespace) -> str:
+    words: str | None = getattr(args, "words", None)
+    if getattr(args, "no_punctuation", False):
+        if words not in (None, "plain"):
+            raise UsageError(f"--no-punctuation is --words plain; it contradicts --words {words}")
+        return "plain"
+    return words or "plain"
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Evaluate, print, plot."""
     check_plot(args.plot)
@@ -580,6 +722,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                            f"or use --stop {FALLBACK_SETUP}")
         model = choice.path
     setups = _setups(args, model)  # the parameters checked before any recording is read
+    from .backchannels import is_backchannel_set, run_backchannels
+
+    if args.paths and is_backchannel_set(args.paths):  # the bot speaks in these: continuers kept, interruptions
+        return run_backchannels(args, setups[0][0], out, err)
     paths = list(args.paths)
     if args.sample or not paths:
         paths += sample_paths()
@@ -590,8 +736,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"note: the words are {stt_label(args.stt)}'s, heard in each recording; the transcripts only label "
               "the pauses", file=err)
     progress = Progress(len(items) * len(setups), err, force=args.progress)
-    runs = evaluate(items, setups, strip_punctuation=args.no_punctuation, jobs=args.jobs, on_step=progress.step,
-                    stt=args.stt)
+    runs = evaluate(items, setups, words=_words_mode(args), bot_delay=args.bot_delay, jobs=args.jobs,
+                    on_step=progress.step, stt=args.stt)
     progress.finish()
     if args.plot is not None:
         plot_tradeoff(runs, Path(args.plot), f"rxvoice eval --stop {args.stop}: {len(items)} recordings")

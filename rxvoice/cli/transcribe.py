@@ -24,12 +24,11 @@ from .. import frames as F
 from ..audio.vad import SileroVADAnalyzer, VADAnalyzer, VADParams, WebRTCVADAnalyzer
 from ..audio.vad_processor import VADProcessor
 from ..errors import ModelError
-from ..pipeline import pipeline
+from ..pipeline import inline_offload, pipeline
 from ..pipeline.session import Session
 from ..services.stt import PocketSphinxSTT, STTService, pocketsphinx_available
 from ..services.whisper import WhisperSTT, whisper_available, whisper_installed
 from ..testing import FrameMarbles, Segment, Transcript
-from ..turns import inline_offload
 from ._common import CLIError
 from .wav import RATE, Recording
 

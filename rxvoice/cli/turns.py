@@ -1,8 +1,10 @@
 """``rxvoice turns PATH``: where the turns of a recording (or of every WAV in a folder) end, and why.
 
 A transcript is taken from ``--transcript``, else from ``<name>.transcript.json``
-beside the WAV (``--no-transcript`` ignores it); without one, placeholders
-made from the VAD stand in for the STT (see :mod:`rxvoice.cli.runner`).
+beside the WAV (``--no-transcript`` ignores it), and replayed as an STT would
+deliver it (``--words``, default ``plain``: lower case, no punctuation);
+without one, the live STT's words (``--stt``) or placeholders made from the
+VAD stand in (see :mod:`rxvoice.cli.runner`).
 A ``labels.csv`` beside the recordings (:mod:`rxvoice.cli.labels`) adds each
 file's verdict against its label, and the accuracy; a row's ``text`` is then
 the recording's words (replayed as the STT, as ``rxvoice eval`` does), in
@@ -20,6 +22,7 @@ from typing import Any, TextIO
 from ..errors import InvalidTranscriptError, RxVoiceError
 from ..testing import Transcript, load_transcript
 from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model, need_module
+from .eval import WORD_MODES, stt_words
 from .labels import LABELS_FILE, Label, judge, read_labels, utterance_words
 from .progress import Progress
 from .report import FileResult, describe_setup, detail, table, to_json
@@ -98,6 +101,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                        help="the recording's transcript (segments with text/start/end/turn_end); "
                             "default: <name>.transcript.json beside it")
     words.add_argument("--no-transcript", action="store_true", help="ignore a transcript found beside the WAV")
+    p.add_argument("--words", choices=WORD_MODES, default="plain",
+                   help="how a transcript is replayed: plain (default: lower case, no punctuation), "
+                        "stop-each (a full stop after every final), as-written (the file's text, for "
+                        "comparison only: an annotator's punctuation knows what came next)")
     p.add_argument("--stop", choices=setup_names(),
                    help=stop_help(f"{DEFAULT_SETUP} when the Smart Turn model is found, else {FALLBACK_SETUP}"))
     p.add_argument("--vad", choices=("silero", "webrtc"), default="silero", help="the VAD (default silero)")
@@ -160,8 +167,11 @@ def labels_beside(folder: Path) -> dict[str, Label]:
 
 
 def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: TextIO, quiet: bool,
-                 label: Label | None = None, stt: str | None = "none") -> FileResult:
-    """Read, check and analyze one recording (and judge it against its label, if any)."""
+                 label: Label | None = None, stt: str | None = "none", words: str = "plain") -> FileResult:
+    """Read, check and analyze one recording (and judge it against its label, if any).
+
+    A transcript is replayed in the ``words`` mode (:data:`~rxvoice.cli.eval.WORD_MODES`).
+    """
     recording = read_wav(wav)
     if recording.conversions and not quiet:
         print(f"note: {wav.name}: " + "; ".join(recording.conversions), file=err)
@@ -169,18 +179,19 @@ def analyze_file(wav: Path, setup: Setup, transcript_path: Path | None, err: Tex
         print(f"warning: {wav.name}: {warning}", file=err)
     transcript = None
     if transcript_path is not None:
-        transcript = _load_transcript(transcript_path)
+        transcript = stt_words(_load_transcript(transcript_path), words)
         check_transcript(transcript, recording, transcript_path.name)
-    words: Transcript | None = None
+    heard: Transcript | None = None
     if transcript is not None:
         source = "transcript"
     elif label is not None and label.text:
         # The row's text is what was said: the words, as `rxvoice eval` replays them (not scored as a transcript).
-        words, source = utterance_words(recording, label.text, label.expected == "complete"), "labels.csv"
+        heard = stt_words(utterance_words(recording, label.text, label.expected == "complete"), words)
+        source = "labels.csv"
     else:
-        words, engine = recognized_words(recording, setup, stt, err, quiet)
-        source = "placeholders" if words is None or engine is None else engine
-    analysis = analyze(recording, setup, transcript=transcript, words=words)
+        heard, engine = recognized_words(recording, setup, stt, err, quiet)
+        source = "placeholders" if heard is None or engine is None else engine
+    analysis = analyze(recording, setup, transcript=transcript, words=heard)
     verdict = judge(analysis, label) if label is not None else None
     return FileResult(wav, analysis, transcript_path, label=verdict, words_from=source)
 
@@ -204,7 +215,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     setup = make_setup(args, err)
     label = labels_beside(path.parent).get(path.name)
     result = analyze_file(path, setup, _transcript_for(path, args.transcript, args.no_transcript), err, False,
-                          label, args.stt)
+                          label, args.stt, args.words)
     if args.plot is not None:
         _plot(result, Path(args.plot))
     if args.json:
@@ -249,7 +260,7 @@ def _run_folder(folder: Path, args: argparse.Namespace, out: TextIO, err: TextIO
         try:
             with progress.paused():  # a warning about this file does not tear the bar
                 result = analyze_file(wav, setup, _transcript_for(wav, None, args.no_transcript), err, True,
-                                      labels.get(wav.name), args.stt)
+                                      labels.get(wav.name), args.stt, args.words)
             if result.analysis is not None and result.analysis.recording.conversions:
                 converted += 1
             if plots is not None:

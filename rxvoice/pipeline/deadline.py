@@ -30,6 +30,10 @@ class Clock(Protocol):
 K = TypeVar("K", bound=Hashable)
 
 _EPS = 1e-9
+_RESOLUTION = 1e-6
+"""A deadline this close counts as reached: schedulers keep time in microseconds (reactivex's
+``TestScheduler`` and ``datetime`` round to them), so a rest shorter than that would sleep for
+nothing and check again forever."""
 
 
 class _Deadline:
@@ -94,7 +98,7 @@ class Deadlines(Generic[K]):
             if deadline is None or self.closed:
                 return
             now = self._port.time()
-            if now < deadline - _EPS:
+            if now < deadline - _RESOLUTION:
                 self._schedule(key, timer, deadline - now, deadline)
                 return
             timer.due = None

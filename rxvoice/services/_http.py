@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import SplitResult, unquote
+from urllib.parse import SplitResult, unquote, urlsplit
 
-from ..errors import ServiceError
+from .._seconds import check_seconds
+from ..errors import ConfigurationError, ServiceError
+from ..pipeline.offload import Offload, io_offload
 
-__all__ = ["Answer", "BoundedHTTP", "split_credentials"]
+__all__ = ["Answer", "BoundedHTTP", "HTTPStage", "endpoint", "http_error", "need_httpx", "split_credentials"]
 
 
 @dataclass(frozen=True)
@@ -135,3 +138,72 @@ class BoundedHTTP:
                 done.result(5.0)
             except Exception:  # closing is best effort: the connections die with the process
                 return
+
+
+def need_httpx(stage: object) -> None:
+    """Raise a ``ConfigurationError`` naming the extra when httpx is missing (the HTTP speech stages need it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("httpx") is None:
+        raise ConfigurationError(f"{type(stage).__name__} needs httpx: pip install 'rxvoice[openai]'")
+
+
+def http_error(who: str, status: int, body: str) -> ServiceError:
+    """The typed error for an HTTP error answer (retryable for 408, 429 and 5xx)."""
+    detail = " ".join(body.split())[:200]
+    return ServiceError(
+        f"{who} answered HTTP {status}: {detail or '(no body)'}", status=status,
+        retryable=status in (408, 429) or status >= 500,
+    )
+
+
+def endpoint(
+    base_url: str | None, api_key: str | None
+) -> tuple[str, dict[str, str], tuple[str, str] | None]:
+    """The API root (without credentials), the auth header, and basic-auth credentials from the URL, checked."""
+    base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = split_credentials(parts)[0] if parts.netloc else base
+        raise ConfigurationError(
+            f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {shown!r}"
+        )
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+    if not key and parts.hostname == "api.openai.com":
+        raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    root, auth = split_credentials(parts)
+    return root.rstrip("/"), headers, auth
+
+
+class HTTPStage:
+    """What an OpenAI-compatible speech stage is configured with, checked once: its model, where it posts, how.
+
+    Args:
+        name: The stage's name (for the errors).
+        model: The model name sent with each request.
+        path: The endpoint below the API root (``audio/transcriptions``).
+        base_url: The API root (default ``OPENAI_BASE_URL``, else OpenAI's).
+        api_key: Sent as a bearer token (default ``OPENAI_API_KEY``).
+        timeout: Seconds the whole answer may take.
+    """
+
+    __slots__ = ("auth", "base_url", "headers", "model", "timeout", "url")
+
+    def __init__(self, name: str, model: object, path: str, base_url: str | None, api_key: str | None,
+                 timeout: object) -> None:
+        self.timeout = check_seconds(timeout, "timeout", positive=True)
+        if not isinstance(model, str) or not model:
+            raise ConfigurationError(f"{name} needs a model name, got {model!r}")
+        self.model = model
+        self.base_url, self.headers, self.auth = endpoint(base_url, api_key)
+        self.url = f"{self.base_url}/{path}"
+
+    @staticmethod
+    def stage_arguments(stage: object, kwargs: dict[str, Any], timeout: object, offload: Offload | None) -> None:
+        """The stage's own defaults, before its base class sees them: httpx present, the requests on the I/O
+        threads, an end waiting a second longer than a request may take."""
+        need_httpx(stage)
+        seconds = check_seconds(timeout, "timeout", positive=True)
+        kwargs.setdefault("end_grace", seconds + 1.0)
+        kwargs["offload"] = offload if offload is not None else io_offload

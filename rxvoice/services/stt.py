@@ -47,45 +47,24 @@ import concurrent.futures
 import io
 import json
 import logging
-import os
 import re
-import threading
 import wave
 from abc import abstractmethod
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import partial
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import Any
 
-import numpy as np
 from reactivex import abc
 
 from .._seconds import check_seconds
-from ..aggregators.reports import iso8601
-from ..audio.pcm import float_to_pcm16
-from ..audio.resample import StreamResampler
-from ..errors import ConfigurationError, RxVoiceError, ServiceError
+from ..errors import ConfigurationError, ServiceError
 from ..events import EventRegistry
-from ..frames import (
-    DOWN,
-    CancelFrame,
-    Direction,
-    EndFrame,
-    Frame,
-    InputAudioRawFrame,
-    InterimTranscriptionFrame,
-    StartFrame,
-    STTMetadataFrame,
-    STTMuteFrame,
-    TranscriptionFrame,
-    VADUserStartedSpeakingFrame,
-    VADUserStoppedSpeakingFrame,
-)
+from ..pipeline.offload import LazyPool, Offload, default_offload
+from ..pipeline.offload import io_offload as io_offload
 from ..pipeline.processor import EventfulProcessor, Port
-from ..workers import Offload, default_offload
-from ._http import Answer, BoundedHTTP, split_credentials
+from ._http import Answer, BoundedHTTP, HTTPStage, http_error, need_httpx
+from .stt_session import _FINISH as _FINISH  # (with _STTSession: what a recognizer of its own builds on)
+from .stt_session import Recognizer, Utterance
+from .stt_session import _STTSession as _STTSession
 
 __all__ = [
     "SPHINX_FAST",
@@ -123,35 +102,6 @@ log = logging.getLogger("rxvoice.services.stt")
 STT_EVENTS = ("on_error", "on_transcription")
 """The events of every STT stage: ``on_error`` (a typed error), ``on_transcription`` (each final frame)."""
 
-_PRE_ROLL_KEEP = 1.0  # seconds of audio kept from before an utterance
-
-
-@dataclass(frozen=True)
-class Utterance:
-    """Where the words of a final ``TranscriptionFrame`` were said (its ``result``).
-
-    Seconds of audio into the session (counted from the first audio frame the
-    stage saw): from the VAD's start minus its ``start_secs`` to its stop
-    minus its ``stop_secs``.
-    """
-
-    start: float
-    end: float
-
-
-class Recognizer(Protocol):
-    """One session's speech recognizer. Its methods run on a worker, one call at a time, never two at once."""
-
-    def accept(self, audio: bytes) -> str | None:
-        """Take the next audio of the open utterance (16-bit mono PCM); return the current guess, or None."""
-
-    def finish(self) -> str:
-        """The open utterance ended: return its final text ("" for nothing heard); be ready for the next."""
-
-    def close(self) -> None:
-        """The session ended: release what the recognizer holds."""
-
-
 def wav_bytes(pcm: bytes, sample_rate: int) -> bytes:
     """16-bit mono PCM as a WAV file in memory."""
     buf = io.BytesIO()
@@ -182,27 +132,6 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
         for j, h in enumerate(hyp, 1):
             prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
     return row[-1] / len(ref)
-
-
-_IO_POOL: concurrent.futures.ThreadPoolExecutor | None = None
-_IO_LOCK = threading.Lock()
-
-
-def io_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-    """Run ``job`` on rxvoice's I/O threads (16, shared): the default offload of stages that wait on the network.
-
-    Waiting for an HTTP answer costs no CPU, so it does not belong on the two
-    compute workers of :func:`rxvoice.workers.shared_pool`, where it would hold
-    up end-of-turn verdicts.
-    """
-    global _IO_POOL
-    pool = _IO_POOL
-    if pool is None:
-        with _IO_LOCK:
-            pool = _IO_POOL
-            if pool is None:
-                pool = _IO_POOL = concurrent.futures.ThreadPoolExecutor(16, thread_name_prefix="rxvoice-io")
-    return pool.submit(job)
 
 
 def _positive(name: str, value: object) -> float:
@@ -266,342 +195,7 @@ class STTService(EventfulProcessor):
         """A recognizer for one session (called on a worker: it may load a model)."""
 
     def open(self, port: Port) -> _STTSession:
-        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _STTSession(self, port)
-
-
-_FEED = 0
-_FINISH = 1
-_OPEN = 2
-_BACKSTOP = 86_400.0  # the link's own bound on a held end of input (the stage's watchdog comes far sooner)
-
-
-class _Work:
-    __slots__ = ("audio", "kind", "span")
-
-    def __init__(self, kind: int, audio: bytes = b"", span: Utterance | None = None) -> None:
-        self.kind = kind
-        self.audio = bytearray(audio)
-        self.span = span
-
-
-class _STTSession:
-    """One session: the utterance being heard, the work queued for the recognizer."""
-
-    def __init__(self, stt: STTService, port: Port) -> None:
-        self.stt = stt
-        self.port = port
-        self.recognizer: Recognizer | None = None
-        self.lock = threading.Lock()  # held by the worker running a job; close() never waits on it
-        self.dead = False
-        self.closed = False
-        self.work: deque[_Work] = deque()
-        self.inflight: concurrent.futures.Future[Any] | None = None
-        self.utterance = False
-        self.muted = False
-        self.announced = False
-        self.pre: deque[bytes] = deque()
-        self.pre_bytes = 0
-        self.resampler: StreamResampler | None = None
-        self.resample_from = 0
-        self.held_end: tuple[Frame, Direction] | None = None
-        self.input_ended = False  # the input completed: the output completes after the last words
-        self.watchdog: abc.DisposableBase | None = None  # bounds each recognition an end waits for
-        self.last_interim = ""
-        self.heard = 0.0  # seconds of audio seen
-        self.started_at = 0.0
-        self.min_feed = round(stt.interim_interval * stt.sample_rate) * 2
-
-    # -- frames (inside the session) ---------------------------------------------------
-
-    def on_frame(self, frame: Frame, direction: Direction) -> None:
-        t = type(frame)
-        if direction is not DOWN:
-            self.port.push(frame, direction)
-            return
-        if t is InputAudioRawFrame or isinstance(frame, InputAudioRawFrame):
-            self.port.push_down(frame)
-            self._audio(frame)  # type: ignore[arg-type]
-        elif t is VADUserStartedSpeakingFrame:
-            self.port.push_down(frame)
-            if not self.muted:
-                self._start(frame.start_secs)  # type: ignore[attr-defined]
-        elif t is VADUserStoppedSpeakingFrame:
-            self.port.push_down(frame)
-            self._stop(frame.stop_secs)  # type: ignore[attr-defined]
-        elif t is StartFrame:
-            self.port.push_down(frame)
-            self._announce()
-        elif t is EndFrame:
-            self._stop()
-            if self.inflight is None and not self.work:
-                self.port.push_down(frame)
-            else:
-                self.held_end = (frame, direction)  # after the last words
-                self._watch()
-        elif t is CancelFrame:
-            self._drop()
-            self.port.push_down(frame)
-        elif t is STTMuteFrame:
-            self.port.push_down(frame)
-            if frame.mute:  # type: ignore[attr-defined]
-                self._stop()
-            self.muted = bool(frame.mute)  # type: ignore[attr-defined]
-        else:
-            self.port.push_down(frame)
-
-    def on_input_end(self, direction: Direction) -> float | None:
-        """No more input: an open utterance ends here, and the output completes after its words."""
-        if direction is not DOWN:
-            return None
-        self._stop()
-        if self.inflight is None and not self.work and self.held_end is None:
-            return None
-        self.input_ended = True
-        self._watch()
-        return _BACKSTOP  # the watchdog bounds each recognition; this only backs it up
-
-    def close(self) -> None:
-        self.closed = True
-        self._disarm()
-        if self.port.events is not None:
-            self.port.events.close()
-        self.work.clear()
-        if self.inflight is not None:
-            self.inflight.cancel()
-            self.inflight = None
-        self.pre.clear()
-        if self.recognizer is not None or not self.dead:
-            try:
-                self.stt.offload(self._close_recognizer)
-            except RuntimeError:  # the pool was shut down (interpreter exit): close here
-                self._close_recognizer()
-
-    # -- audio ---------------------------------------------------------------------------
-
-    def _announce(self) -> None:
-        if not self.announced:
-            self.announced = True
-            self.port.push_down(STTMetadataFrame(self.stt.name, self.stt.ttfs_p99_latency))
-            self.work.appendleft(_Work(_OPEN))  # load the recognizer before the first words
-            self._pump()
-
-    def _pcm(self, frame: InputAudioRawFrame) -> bytes:
-        rate = self.stt.sample_rate
-        if frame.sample_rate == rate and frame.num_channels == 1:
-            return frame.audio
-        samples = np.frombuffer(frame.audio, dtype="<i2").astype(np.float32) / 32768.0
-        if frame.num_channels > 1:
-            samples = samples.reshape(-1, frame.num_channels).mean(axis=1)
-        if frame.sample_rate != rate:
-            if self.resampler is None or self.resample_from != frame.sample_rate:
-                self.resampler = StreamResampler(frame.sample_rate, rate)
-                self.resample_from = frame.sample_rate
-            samples = self.resampler.process(samples)
-        return float_to_pcm16(samples)
-
-    def _audio(self, frame: InputAudioRawFrame) -> None:
-        self.heard += frame.num_frames / frame.sample_rate
-        if not self.announced:
-            self._announce()
-        if self.muted:
-            return
-        try:
-            pcm = self._pcm(frame)
-        except RxVoiceError as exc:
-            self.port.report_error(exc, frame)
-            return
-        if self.utterance:
-            self._feed(pcm)
-            self._pump()
-            return
-        self.pre.append(pcm)
-        self.pre_bytes += len(pcm)
-        keep = round(_PRE_ROLL_KEEP * self.stt.sample_rate) * 2
-        while self.pre and self.pre_bytes - len(self.pre[0]) >= keep:
-            self.pre_bytes -= len(self.pre.popleft())
-
-    def _feed(self, pcm: bytes) -> None:
-        work = self.work
-        if work and work[-1].kind == _FEED:
-            work[-1].audio += pcm
-        else:
-            work.append(_Work(_FEED, pcm))
-
-    def _start(self, start_secs: float) -> None:
-        if self.utterance:
-            return
-        self.utterance = True
-        self.started_at = max(0.0, self.heard - start_secs)
-        self.last_interim = ""
-        want = round((start_secs + self.stt.pre_roll) * self.stt.sample_rate) * 2
-        pre = b"".join(self.pre)[-want:] if want > 0 else b""
-        self.pre.clear()
-        self.pre_bytes = 0
-        self._feed(pre)
-        self._pump()
-
-    def _stop(self, stop_secs: float = 0.0) -> None:
-        if not self.utterance:
-            return
-        self.utterance = False
-        span = Utterance(round(self.started_at, 3), round(max(self.started_at, self.heard - stop_secs), 3))
-        self.work.append(_Work(_FINISH, span=span))
-        self._pump()
-
-    def _drop(self) -> None:
-        """Forget the open utterance and the queued work (a cancel); a job in flight is ignored."""
-        self.utterance = False
-        self.work.clear()
-        if self.inflight is not None:
-            self.inflight.cancel()
-        self.inflight = None
-        self.held_end = None
-        self._disarm()
-        self.work.append(_Work(_FINISH))  # the recognizer starts clean; its words are dropped
-        self._pump(silent=True)
-
-    # -- the end, held until the last words are out --------------------------------------
-
-    def _watch(self) -> None:
-        """(Re)arm the watchdog for the recognition the held end waits for now."""
-        self._disarm()
-        if self.held_end is not None or self.input_ended:
-            self.watchdog = self.port.call_later(self.stt.end_grace, self._give_up)
-
-    def _disarm(self) -> None:
-        if self.watchdog is not None:
-            self.watchdog.dispose()
-            self.watchdog = None
-
-    def _give_up(self) -> None:
-        """A recognition took longer than ``end_grace``: its words are lost (reported), the end goes on."""
-        self.watchdog = None
-        pending = self.inflight is not None or bool(self.work)
-        self.work.clear()
-        if self.inflight is not None:
-            self.inflight.cancel()
-            self.inflight = None
-        if pending:
-            error = ServiceError(
-                f"{self.stt.name}: the recognizer took more than {self.stt.end_grace:g} s after the end; "
-                "the words still being recognized are lost", retryable=True,
-            )
-            log.warning("%s", error)
-            self.port.report_error(error)
-        self._release()
-        self.work.append(_Work(_FINISH))  # the recognizer starts clean for whatever comes after the end
-        self._pump(silent=True)
-
-    def _release(self) -> None:
-        """Nothing is left to recognize: a held ``EndFrame`` goes on, then a held end of input."""
-        if self.inflight is not None or self.work:
-            self._watch()
-            return
-        self._disarm()
-        if self.held_end is not None:
-            frame, direction = self.held_end
-            self.held_end = None
-            self.port.push(frame, direction)
-        if self.input_ended:
-            self.input_ended = False
-            self.port.finish_input()
-
-    # -- jobs ------------------------------------------------------------------------------
-
-    def _pump(self, silent: bool = False) -> None:
-        if self.inflight is not None or not self.work or self.closed:
-            return
-        head = self.work[0]
-        if head.kind == _FEED and len(self.work) == 1 and len(head.audio) < self.min_feed:
-            return  # wait for more audio before the next guess
-        self.work.popleft()
-        job = partial(self._run, head.kind, bytes(head.audio))
-        span = head.span
-        try:
-            future = self.stt.offload(job)
-        except RuntimeError as exc:  # the pool is shut down
-            self.port.report_error(ServiceError(f"{self.stt.name} cannot run its recognizer: {exc}"))
-            return
-        self.inflight = future
-        future.add_done_callback(partial(self._done, head.kind, span, silent))
-
-    def _run(self, kind: int, audio: bytes) -> str | None:
-        """On the worker: one call of the recognizer."""
-        with self.lock:
-            if self.dead:
-                return None
-            if self.recognizer is None:
-                self.recognizer = self.stt.new_recognizer()
-            if kind == _OPEN:
-                return None
-            text = self.recognizer.accept(audio) if audio else None
-            if kind == _FINISH:
-                return self.recognizer.finish()
-            return text
-
-    def _close_recognizer(self) -> None:
-        with self.lock:
-            self.dead = True
-            recognizer, self.recognizer = self.recognizer, None
-        if recognizer is not None:
-            try:
-                recognizer.close()
-            except Exception:
-                log.exception("%s: closing the recognizer failed; contained", self.stt.name)
-
-    def _done(
-        self, kind: int, span: Utterance | None, silent: bool, future: concurrent.futures.Future[Any]
-    ) -> None:
-        """On the worker (or inline): hand the result to the session."""
-        if self.closed or future.cancelled():
-            return
-        self.port.session.run(self._enter, partial(self._result, future, kind, span, silent))
-
-    def _enter(self, fn: Callable[[], None]) -> None:
-        if not self.closed:
-            self.port.inject_call(fn)
-
-    def _result(
-        self, future: concurrent.futures.Future[Any], kind: int, span: Utterance | None, silent: bool
-    ) -> None:
-        if future is not self.inflight:
-            return  # cancelled meanwhile
-        self.inflight = None
-        error = future.exception()
-        if error is not None:
-            if not isinstance(error, RxVoiceError):
-                error = ServiceError(f"{self.stt.name}: the recognizer failed: {error!r}")
-            log.warning("%s: %s (the utterance's words are lost; the session goes on)", self.stt.name, error)
-            self.port.report_error(error)
-        elif not silent:
-            self._emit(kind, future.result(), span)
-        self._pump()
-        if self.held_end is not None or self.input_ended:
-            self._release()
-
-    def _emit(self, kind: int, text: str | None, span: Utterance | None) -> None:
-        stt = self.stt
-        if text is None:
-            return
-        text = " ".join(text.split())
-        if kind == _FINISH:
-            self.last_interim = ""
-            if not text:
-                log.debug("%s: nothing recognized in the utterance", stt.name)
-                return
-            frame = TranscriptionFrame(
-                text, user_id=stt.user_id, timestamp=iso8601(self.port.time()), language=stt.language,
-                result=span, finalized=True,
-            )
-            self.port.push_down(frame)
-            if self.port.events is not None:
-                self.port.events.emit("on_transcription", frame)
-        elif text and text != self.last_interim and (self.utterance or self.work):
-            self.last_interim = text
-            self.port.push_down(InterimTranscriptionFrame(
-                text, user_id=stt.user_id, timestamp=iso8601(self.port.time()), language=stt.language
-            ))
 
 
 # -- PocketSphinx ------------------------------------------------------------------------------
@@ -641,7 +235,7 @@ class _SphinxRecognizer:
             self.decoder.end_utt()
 
 
-_STT_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_SPHINX = LazyPool(1, "rxvoice-stt")
 
 
 def sphinx_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -651,14 +245,7 @@ def sphinx_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
     it faster; on a thread of its own its queue never delays the end-of-turn
     verdicts waiting in :func:`rxvoice.workers.shared_pool`.
     """
-    global _STT_POOL
-    pool = _STT_POOL
-    if pool is None:
-        with _IO_LOCK:
-            pool = _STT_POOL
-            if pool is None:
-                pool = _STT_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rxvoice-stt")
-    return pool.submit(job)
+    return _SPHINX.submit(job)
 
 
 SPHINX_FAST = {"maxhmmpf": 3000, "beam": 1e-40, "wbeam": 1e-30}
@@ -812,18 +399,13 @@ class OpenAITranscriptionSTT(STTService):
         offload: Offload | None = None,
         **kwargs: Any,
     ) -> None:
-        need_httpx(self)
-        seconds = _positive("timeout", timeout)
         kwargs.setdefault("ttfs_p99_latency", 1.5)
-        kwargs.setdefault("end_grace", seconds + 1.0)
-        super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError(f"OpenAITranscriptionSTT needs a model name, got {model!r}")
-        self.model = model
-        self.base_url, self.headers, self.auth = _endpoint(base_url, api_key)
-        self.url = f"{self.base_url}/audio/transcriptions"
+        HTTPStage.stage_arguments(self, kwargs, timeout, offload)
+        super().__init__(**kwargs)
+        self.endpoint = HTTPStage(self.name, model, "audio/transcriptions", base_url, api_key, timeout)
+        self.model, self.base_url, self.url = self.endpoint.model, self.endpoint.base_url, self.endpoint.url
+        self.headers, self.auth, self.timeout = self.endpoint.headers, self.endpoint.auth, self.endpoint.timeout
         self.params = {k: str(v) for k, v in (params or {}).items()}
-        self.timeout = seconds
 
     def __repr__(self) -> str:
         return f"OpenAITranscriptionSTT({self.model!r}, base_url={self.base_url!r})"
@@ -832,37 +414,3 @@ class OpenAITranscriptionSTT(STTService):
         return _HTTPRecognizer(self)
 
 
-def need_httpx(stage: object) -> None:
-    """Raise a ``ConfigurationError`` naming the extra when httpx is missing (the HTTP speech stages need it)."""
-    import importlib.util
-
-    if importlib.util.find_spec("httpx") is None:
-        raise ConfigurationError(f"{type(stage).__name__} needs httpx: pip install 'rxvoice[openai]'")
-
-
-def http_error(who: str, status: int, body: str) -> ServiceError:
-    """The typed error for an HTTP error answer (retryable for 408, 429 and 5xx)."""
-    detail = " ".join(body.split())[:200]
-    return ServiceError(
-        f"{who} answered HTTP {status}: {detail or '(no body)'}", status=status,
-        retryable=status in (408, 429) or status >= 500,
-    )
-
-
-def _endpoint(
-    base_url: str | None, api_key: str | None
-) -> tuple[str, dict[str, str], tuple[str, str] | None]:
-    """The API root (without credentials), the auth header, and basic-auth credentials from the URL, checked."""
-    base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    parts = urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        shown = split_credentials(parts)[0] if parts.netloc else base
-        raise ConfigurationError(
-            f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {shown!r}"
-        )
-    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-    if not key and parts.hostname == "api.openai.com":
-        raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    root, auth = split_credentials(parts)
-    return root.rstrip("/"), headers, auth

@@ -9,7 +9,12 @@ What goes in, downstream: streamed ``LLMTextFrame``/``TextFrame`` (grouped
 into sentences here, with :class:`~rxvoice.text.SimpleTextAggregator`),
 ``AggregatedTextFrame`` (an upstream ``Sentence`` or ``LLMText`` already
 grouped it: spoken as it is) and ``TTSSpeakFrame`` (say this, no model). Text
-marked ``skip_tts`` is not spoken and goes on in its place. Each unit is
+marked ``skip_tts`` is not spoken and goes on in its place. A
+``BotBackchannelFrame`` (a continuer the app says during a long user turn)
+is spoken without a bot turn: no started/stopped or bot-speaking frames,
+nothing for the conversation; the frame itself goes downstream as it starts
+(the assistant aggregator raises ``on_assistant_backchannel``), and an
+interruption does not cut it off. Each unit is
 synthesized off the session (on ``offload``), the next one while the current
 one plays.
 
@@ -41,50 +46,24 @@ in proportion to their length (none of the engines here reports them).
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import logging
 import re
 import shutil
 import subprocess
 from abc import abstractmethod
-from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Mapping
 from typing import Any
 
 from reactivex import abc
 
 from .._seconds import check_seconds
-from ..errors import ConfigurationError, RxVoiceError, ServiceError
+from ..errors import ConfigurationError, ServiceError
 from ..events import EventRegistry
-from ..frames import (
-    DOWN,
-    AggregatedTextFrame,
-    AggregationType,
-    BotStartedSpeakingFrame,
-    BotStoppedSpeakingFrame,
-    CancelFrame,
-    Direction,
-    EndFrame,
-    Frame,
-    FrameKind,
-    InterruptionFrame,
-    LLMFullResponseEndFrame,
-    LLMTextFrame,
-    OutputAudioRawFrame,
-    TextFrame,
-    TTSSpeakFrame,
-    TTSStartedFrame,
-    TTSStoppedFrame,
-    TTSTextFrame,
-)
+from ..pipeline.offload import Offload, default_offload, inline_offload
 from ..pipeline.processor import EventfulProcessor, Port
-from ..text import SimpleTextAggregator
-from ..workers import Offload, default_offload, inline_offload
-from ._http import Answer, BoundedHTTP
-from .stt import _endpoint, _positive, http_error, io_offload, need_httpx
+from ._http import Answer, BoundedHTTP, HTTPStage, http_error
+from .stt import _positive
+from .tts_session import Speech, _TTSSession
 
 __all__ = [
     "TTS_EVENTS",
@@ -102,16 +81,6 @@ log = logging.getLogger("rxvoice.services.tts")
 TTS_EVENTS = ("on_error", "on_speech_started", "on_speech_stopped")
 """The events of every TTS stage: ``on_error``, ``on_speech_started`` (the text of each unit as it starts playing),
 ``on_speech_stopped`` (``True`` when the speech was interrupted)."""
-
-
-@dataclass(frozen=True)
-class Speech:
-    """One synthesized unit: 16-bit mono PCM, its rate, and when each word starts (seconds into it)."""
-
-    audio: bytes
-    sample_rate: int
-    words: tuple[tuple[str, float], ...]
-    duration: float
 
 
 def word_times(text: str, duration: float) -> tuple[tuple[str, float], ...]:
@@ -204,341 +173,7 @@ class TTSService(EventfulProcessor):
         """Speak ``text`` (runs on ``offload``; may block)."""
 
     def open(self, port: Port) -> _TTSSession:
-        port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _TTSSession(self, port)
-
-
-_WORDLESS = re.compile(r"\w")
-_SLACK = 0.001  # a millisecond: what a timer can resolve
-_BACKSTOP = 86_400.0  # the link's own bound on a held end of input (the stage's watchdog comes far sooner)
-
-
-class _Unit:
-    """One piece of text to speak, its synthesis, and how far its playback got."""
-
-    __slots__ = ("append", "chunk", "future", "next_word", "speech", "started", "text", "timer")
-
-    def __init__(self, text: str, append: bool) -> None:
-        self.text = text
-        self.append = append
-        self.future: concurrent.futures.Future[Any] | None = None
-        self.speech: Speech | None = None
-        self.started: float | None = None
-        self.chunk = 0
-        self.next_word = 0
-        self.timer: abc.DisposableBase | None = None
-
-
-class _TTSSession:
-    """One session: text being grouped, units queued and playing, frames waiting behind them."""
-
-    def __init__(self, tts: TTSService, port: Port) -> None:
-        self.tts = tts
-        self.port = port
-        self.aggregator = SimpleTextAggregator()
-        self.append = True
-        self.queue: deque[_Unit | tuple[Frame, Direction]] = deque()
-        self.playing: _Unit | None = None
-        self.synthesizing: _Unit | None = None
-        self.bot_speaking = False
-        self.tts_started = False
-        self.closed = False
-        self.end_queued = False  # an EndFrame waits behind the speech
-        self.input_ended = False  # the input completed: the output completes after the last word
-        self.watchdog: abc.DisposableBase | None = None  # bounds the synthesis an end waits for
-        self.watched: _Unit | None = None
-
-    # -- frames (inside the session) ---------------------------------------------------
-
-    def on_frame(self, frame: Frame, direction: Direction) -> None:
-        if direction is not DOWN:
-            self.port.push(frame, direction)
-            return
-        t = type(frame)
-        if t is LLMTextFrame or t is TextFrame:
-            self._text(frame)  # type: ignore[arg-type]
-        elif t is AggregatedTextFrame:
-            f: AggregatedTextFrame = frame  # type: ignore[assignment]
-            if f.skip_tts:
-                self._after_speech(frame, direction)
-            else:
-                self._flush()
-                self._say(f.text, f.append_to_context)
-        elif t is TTSSpeakFrame:
-            self._flush()
-            self._say(frame.text, frame.append_to_context)  # type: ignore[attr-defined]
-        elif t is InterruptionFrame:
-            self._interrupt(frame)
-        elif t is CancelFrame:
-            self._stop_all()
-            self.port.push_down(frame)
-            self._end_input()
-        elif t is LLMFullResponseEndFrame or t is EndFrame:
-            self._flush()
-            self._after_speech(frame, direction)
-            if t is EndFrame and self.queue:
-                self.end_queued = True
-                self._watch()
-        elif frame.kind is FrameKind.SYSTEM:
-            self.port.push_down(frame)
-        else:
-            self._after_speech(frame, direction)
-
-    def on_input_end(self, direction: Direction) -> float | None:
-        """No more input: what is grouped is spoken, and the output completes after the last word."""
-        if direction is not DOWN:
-            return None
-        self._flush()
-        if self.playing is None and not self.queue:
-            return None
-        self.input_ended = True
-        self._watch()
-        return _BACKSTOP  # the watchdog bounds each synthesis; this only backs it up
-
-    def close(self) -> None:
-        self.closed = True
-        self._disarm()
-        self._stop_all()
-        if self.port.events is not None:
-            self.port.events.close()
-
-    # -- text ---------------------------------------------------------------------------
-
-    def _text(self, frame: TextFrame) -> None:
-        if frame.skip_tts:
-            self._flush()
-            self._after_speech(frame, DOWN)
-            return
-        self.append = frame.append_to_context
-        for unit in self.aggregator.aggregate(frame.text):
-            self._say(unit.text, frame.append_to_context)
-
-    def _flush(self) -> None:
-        rest = self.aggregator.flush()
-        if rest is not None:
-            self._say(rest.text, self.append)
-
-    def _say(self, text: str, append: bool) -> None:
-        text = " ".join(text.split())
-        if not _WORDLESS.search(text):
-            return  # nothing to pronounce
-        self.queue.append(_Unit(text, append))
-        self._synthesize_next()
-        self._play()
-
-    def _after_speech(self, frame: Frame, direction: Direction) -> None:
-        if self.playing is None and not self.queue:
-            self.port.push(frame, direction)
-        else:
-            self.queue.append((frame, direction))
-
-    # -- synthesis -------------------------------------------------------------------------
-
-    def _synthesize_next(self) -> None:
-        if self.synthesizing is not None or self.closed:
-            return
-        for item in self.queue:
-            if isinstance(item, _Unit) and item.speech is None and item.future is None:
-                unit = item
-                break
-        else:
-            return
-        self.synthesizing = unit
-        try:
-            future = self.tts.offload(partial(self.tts.synthesize, unit.text))
-        except RuntimeError as exc:
-            future = concurrent.futures.Future()
-            future.set_exception(exc)
-        unit.future = future
-        future.add_done_callback(partial(self._synthesized, unit))
-        self._watch()
-
-    def _synthesized(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
-        if self.closed or future.cancelled():
-            return
-        self.port.session.run(self._enter, partial(self._ready, unit, future))
-
-    def _enter(self, fn: Callable[[], None]) -> None:
-        if not self.closed:
-            self.port.inject_call(fn)
-
-    def _ready(self, unit: _Unit, future: concurrent.futures.Future[Any]) -> None:
-        if unit is not self.synthesizing:
-            return  # interrupted meanwhile
-        self.synthesizing = None
-        if self.watched is unit:
-            self._disarm()
-        error = future.exception()
-        if error is None and not isinstance(future.result(), Speech):
-            error = ServiceError(f"{self.tts.name}.synthesize returned {future.result()!r}, not a Speech")
-        if error is not None:
-            if not isinstance(error, RxVoiceError):
-                error = ServiceError(f"{self.tts.name}: synthesis failed: {error!r}")
-            log.warning("%s: %s; %r is not spoken", self.tts.name, error, unit.text[:60])
-            self.port.report_error(error)
-            with contextlib.suppress(ValueError):
-                self.queue.remove(unit)
-        else:
-            unit.speech = future.result()
-        self._synthesize_next()
-        self._play()
-
-    # -- the end, held until the last word is spoken ------------------------------------------
-
-    def _watch(self) -> None:
-        """Bound the synthesis running now, if an end waits for it (once per unit)."""
-        unit = self.synthesizing
-        if unit is self.watched:
-            return
-        self._disarm()
-        if unit is not None and (self.end_queued or self.input_ended):
-            self.watched = unit
-            self.watchdog = self.port.call_later(self.tts.end_grace, partial(self._give_up, unit))
-
-    def _disarm(self) -> None:
-        self.watched = None
-        if self.watchdog is not None:
-            self.watchdog.dispose()
-            self.watchdog = None
-
-    def _give_up(self, unit: _Unit) -> None:
-        """A synthesis the end waits for took longer than ``end_grace``: reported, not spoken; the rest goes on."""
-        self.watchdog = self.watched = None
-        if unit is not self.synthesizing:
-            return
-        self.synthesizing = None
-        if unit.future is not None:
-            unit.future.cancel()
-        error = ServiceError(
-            f"{self.tts.name}: synthesizing {unit.text[:60]!r} took more than {self.tts.end_grace:g} s after "
-            "the end; it is not spoken", retryable=True,
-        )
-        log.warning("%s", error)
-        self.port.report_error(error)
-        with contextlib.suppress(ValueError):
-            self.queue.remove(unit)
-        self._synthesize_next()
-        self._play()
-
-    def _end_input(self) -> None:
-        """Nothing is left to speak: a held end of input goes on (the output completes)."""
-        if self.playing is None and not self.queue:
-            self.end_queued = False
-            self._disarm()
-            if self.input_ended:
-                self.input_ended = False
-                self.port.finish_input()
-
-    # -- playback ---------------------------------------------------------------------------
-
-    def _play(self) -> None:
-        """Start the next unit when nothing plays: frames at the head go on first."""
-        while self.playing is None and self.queue:
-            head = self.queue[0]
-            if isinstance(head, _Unit):
-                if head.speech is None:
-                    return  # still synthesizing: the bot keeps the floor
-                self.queue.popleft()
-                self._start(head)
-                return
-            self.queue.popleft()
-            if not any(isinstance(i, _Unit) for i in self.queue):
-                self._speech_over(False)
-            frame, direction = head
-            self.port.push(frame, direction)
-        if self.playing is None and not self.queue:
-            self._speech_over(False)
-            self._end_input()
-
-    def _start(self, unit: _Unit) -> None:
-        port = self.port
-        if not self.tts_started:
-            self.tts_started = True
-            port.push_down(TTSStartedFrame())
-        if not self.bot_speaking:
-            self.bot_speaking = True
-            started = BotStartedSpeakingFrame()
-            port.push_down(started)
-            port.push_up(started)
-        self.playing = unit
-        unit.started = port.time()
-        if port.events is not None:
-            port.events.emit("on_speech_started", unit.text)
-        self._tick()
-
-    def _tick(self) -> None:
-        unit = self.playing
-        if unit is None or unit.speech is None or unit.started is None:
-            return
-        unit.timer = None
-        speech = unit.speech
-        tts = self.tts
-        elapsed = self.port.time() - unit.started
-        step = max(2, round(tts.chunk_secs * speech.sample_rate) * 2)
-        audio = speech.audio
-        # words spoken by now
-        while unit.next_word < len(speech.words) and speech.words[unit.next_word][1] <= elapsed + _SLACK:
-            word = speech.words[unit.next_word][0]
-            unit.next_word += 1
-            self.port.push_down(TTSTextFrame(word, aggregated_by=AggregationType.WORD.value,
-                                             append_to_context=unit.append))
-        # audio due by now (plus the lead)
-        due = (elapsed + tts.lead + _SLACK) * speech.sample_rate * 2
-        while unit.chunk * step < len(audio) and unit.chunk * step <= due:
-            piece = audio[unit.chunk * step:(unit.chunk + 1) * step]
-            unit.chunk += 1
-            self.port.push_down(OutputAudioRawFrame(piece, speech.sample_rate))
-        done = unit.next_word >= len(speech.words) and unit.chunk * step >= len(audio)
-        if done and elapsed >= speech.duration - _SLACK:
-            self.playing = None
-            self._play()
-            return
-        # the next moment something is due: a word, a chunk, or the end
-        times = [speech.duration]
-        if unit.next_word < len(speech.words):
-            times.append(speech.words[unit.next_word][1])
-        if unit.chunk * step < len(audio):
-            times.append(unit.chunk * step / (2 * speech.sample_rate) - tts.lead)
-        wait = max(_SLACK, min(times) - elapsed)
-        unit.timer = self.port.call_later(wait, self._tick)
-
-    def _speech_over(self, interrupted: bool) -> None:
-        port = self.port
-        if self.tts_started:
-            self.tts_started = False
-            port.push_down(TTSStoppedFrame())
-        if self.bot_speaking:
-            self.bot_speaking = False
-            stopped = BotStoppedSpeakingFrame()
-            port.push_down(stopped)
-            port.push_up(stopped)
-            if port.events is not None:
-                port.events.emit("on_speech_stopped", interrupted)
-
-    def _drop_units(self) -> None:
-        if self.playing is not None and self.playing.timer is not None:
-            self.playing.timer.dispose()
-        self.playing = None
-        if self.synthesizing is not None and self.synthesizing.future is not None:
-            self.synthesizing.future.cancel()
-        self.synthesizing = None
-        self._disarm()
-        self.aggregator.reset()
-
-    def _interrupt(self, frame: Frame) -> None:
-        self._drop_units()
-        kept = [i for i in self.queue if not isinstance(i, _Unit) and not i[0].interruptible]
-        self.queue.clear()
-        self.port.push_down(frame)
-        self._speech_over(True)
-        for f, d in kept:
-            self.port.push(f, d)
-        self._end_input()
-
-    def _stop_all(self) -> None:
-        self._drop_units()
-        self.queue.clear()
-        self.tts_started = self.bot_speaking = False
 
 
 # -- engines -----------------------------------------------------------------------------------------
@@ -694,7 +329,7 @@ class OpenAISpeechTTS(TTSService):
         timeout: Seconds each request may take as a whole (connecting,
             sending, waiting, reading the answer); past it the request is
             cancelled and reported (a retryable ``ServiceError``).
-        offload: Where the requests wait (default: the I/O threads, :func:`rxvoice.services.stt.io_offload`).
+        offload: Where the requests wait (default: the I/O threads, :func:`rxvoice.pipeline.io_offload`).
         **kwargs: As for :class:`TTSService` (``end_grace`` defaults to ``timeout`` plus a second).
 
     Raises:
@@ -717,19 +352,14 @@ class OpenAISpeechTTS(TTSService):
         offload: Offload | None = None,
         **kwargs: Any,
     ) -> None:
-        need_httpx(self)
-        seconds = _positive("timeout", timeout)
-        kwargs.setdefault("end_grace", seconds + 1.0)
-        super().__init__(offload=offload if offload is not None else io_offload, **kwargs)
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError(f"OpenAISpeechTTS needs a model name, got {model!r}")
-        self.model = model
+        HTTPStage.stage_arguments(self, kwargs, timeout, offload)
+        super().__init__(**kwargs)
+        self.endpoint = HTTPStage(self.name, model, "audio/speech", base_url, api_key, timeout)
+        self.model, self.base_url, self.url = self.endpoint.model, self.endpoint.base_url, self.endpoint.url
+        self.headers, self.timeout = self.endpoint.headers, self.endpoint.timeout
         self.voice = voice
-        self.base_url, self.headers, auth = _endpoint(base_url, api_key)
-        self.url = f"{self.base_url}/audio/speech"
         self.params = dict(params or {})
-        self.timeout = seconds
-        self._http = BoundedHTTP("the speech server", seconds, auth)  # shared by the sessions
+        self._http = BoundedHTTP("the speech server", self.timeout, self.endpoint.auth)  # shared by the sessions
 
     def __repr__(self) -> str:
         return f"OpenAISpeechTTS({self.model!r}, base_url={self.base_url!r})"

@@ -16,6 +16,15 @@ import warnings
 from typing import Any
 
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
+from .backchannel import BackchannelStart, is_continuer, register_backchannels
+from .classifier import (
+    ClassifierStop,
+    ClassifyRequest,
+    CompletionClassifier,
+    TurnClassified,
+    TurnCompletion,
+    TurnCompletionClassifier,
+)
 from .completion import (
     Completion,
     CompletionRules,
@@ -46,8 +55,8 @@ from .mute import (
     MuteStrategy,
     MuteUntilFirstBotComplete,
 )
-from .offload import Offload, SchedulerOffload, inline_offload
 from .reasons import REASON_KINDS, TurnEndReason
+from .speculation import Speculation, SpeculationReport
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (
     TRANSCRIPT_GRACE,
@@ -67,7 +76,11 @@ __all__ = [
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
     "AnalyzerSession",
+    "BackchannelStart",
+    "ClassifierStop",
+    "ClassifyRequest",
     "Completion",
+    "CompletionClassifier",
     "CompletionRules",
     "CompletionVerdict",
     "Deferred",
@@ -86,10 +99,10 @@ __all__ = [
     "MinWordsStart",
     "MuteStrategy",
     "MuteUntilFirstBotComplete",
-    "Offload",
     "RecordingPort",
     "ResultBack",
-    "SchedulerOffload",
+    "Speculation",
+    "SpeculationReport",
     "SpeechTimeoutStop",
     "StartStrategy",
     "StopStrategy",
@@ -97,6 +110,9 @@ __all__ = [
     "TimerFired",
     "TranscriptionStart",
     "TurnAnalyzerStop",
+    "TurnClassified",
+    "TurnCompletion",
+    "TurnCompletionClassifier",
     "TurnController",
     "TurnEndReason",
     "TurnMachine",
@@ -114,14 +130,27 @@ __all__ = [
     "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",
-    "inline_offload",
+    "is_continuer",
     "judge_completion",
+    "register_backchannels",
     "register_completion",
     "turn_step",
 ]
 
 
+_OFFLOAD = frozenset({"Offload", "SchedulerOffload", "inline_offload"})
+
+
 def __getattr__(name: str) -> Any:
+    # Where heavy work runs is the runtime's business: it lives in rxvoice.pipeline.offload (and
+    # rxvoice.workers). The old spelling keeps working, with a warning.
+    if name in _OFFLOAD:
+        warnings.warn(
+            f"rxvoice.turns.{name} moved to rxvoice.pipeline.offload.{name} (also in rxvoice.workers); "
+            "the old name goes in 0.3",
+            DeprecationWarning, stacklevel=2,
+        )
+        return getattr(importlib.import_module("rxvoice.pipeline.offload"), name)
     # UserTurnProcessor is a stage, and stages sit above the decisions: it lives in
     # rxvoice.aggregators. The old spelling keeps working, with a warning.
     if name == "UserTurnProcessor":

@@ -2,30 +2,26 @@
 
 An end-of-turn audio model alone (Smart Turn) is wrong often enough on
 speech it was not trained on: it says "complete" after "preferably in the"
-and "incomplete" after "Yes, that's right.". The words say what the audio
-cannot (:mod:`rxvoice.turns.completion`), and the silence bounds every wait.
-:class:`FusedTurnStop` answers a pause, counted in seconds of silence after
-the speech ended, once the words of that speech are in:
-
-============================  ====================  =======================================
-the words say                 the model says         answer after
-============================  ====================  =======================================
-unfinished ("to", "the", um)  anything               ``unfinished_timeout`` (bounded wait)
-a number / letters being read anything               ``sequence_timeout``
-finished ("...today?")        complete               at once
-finished                      incomplete, or none    ``finished_timeout``
-unsure (no rule decides)      complete               at once
-unsure                        incomplete, or none    ``unsure_timeout`` (bounded fallback)
-============================  ====================  =======================================
+and "incomplete" after "yes that's right". The words say what the audio
+cannot (:mod:`rxvoice.turns.ending`: a completion signal learned from data,
+read on plain words), and the silence, the longer it lasts, makes a
+mid-turn pause less likely. :class:`FusedTurnStop` weighs the three in one
+calibrated model (:mod:`rxvoice.turns.wait`): once the words of the speech
+that just ended are in, it answers when the odds that the turn is over cross
+a threshold, which one knob, ``patience``, moves along the cut-off/latency
+curve. A number or a spelled word still being read waits as long as its own
+rhythm says; a turn reopened after a false end keeps its words and its
+rhythm.
 
 New speech before the answer cancels it; the next pause is judged afresh on
-the whole turn's words. Without an analyzer (``analyzer=None``) the model
-never says complete: words and silence decide.
+the whole turn's words. Without an analyzer (``analyzer=None``) the audio
+weighs nothing: words and silence decide.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
@@ -34,6 +30,7 @@ from ..errors import ConfigurationError
 from ..frames import (
     Frame,
     InputAudioRawFrame,
+    InterimTranscriptionFrame,
     StartFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
@@ -53,18 +50,29 @@ from .analyzer import (
     open_session,
     vad_started,
 )
-from .completion import Completion, CompletionRules, CompletionVerdict, completion_rules
+from .ending import UNSURE, WordsEnd, WordsEndModel, default_words_end, plain_words, reading_in_progress, stt_confidence
 from .reasons import TurnEndReason, model_label, no_vad_reason
-from .strategy import NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
+from .strategy import LIKELY, LIKELY_BEFORE_WORDS, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
+from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = ["FusedTurnState", "FusedTurnStop"]
 
 log = logging.getLogger("rxvoice.turns.fused")
 
-_EPS = 1e-6
 _DECIDE = "decide"
-_NO_WORDS = CompletionVerdict(Completion.UNSURE, "no words for the last speech")
+_TICK = 1e-3
+"""Timers are compared at a millisecond: a clock that rounds never re-arms a wait shorter than this."""
+_LIKELY_WITHIN = 1.0
+"""A wait the evidence needs of at most this many seconds of silence makes the end likely (``Likely``)."""
+_VERDICT_WAIT = 0.5
+"""Seconds after the VAD stop an audio verdict is waited for before the words and silence decide alone."""
+
+
+def _after(seconds: float) -> Arm:
+    """The decide timer, ``seconds`` from now rounded up to the millisecond (the clocks round to the
+    microsecond: a deadline finer than that would be re-armed forever)."""
+    return Arm(_DECIDE, math.ceil(max(seconds, _TICK) * 1000.0 - 1e-6) / 1000.0)
 
 
 class FusedTurnState(NamedTuple):
@@ -74,12 +82,23 @@ class FusedTurnState(NamedTuple):
     """The wait for the words of the last speech (and the turn's words so far)."""
     asks: Asks = Asks()
     """The questions to the audio model."""
-    model_complete: bool = False
-    """The model's verdict on the last pause: complete."""
     probability: float | None = None
+    """The audio model's probability for the last pause (``None``: no verdict yet)."""
     no_vad: bool = False
     """No VAD around the words: the quiet after them decides."""
     answered: bool = False
+    confidence: float | None = None
+    """The STT's confidence in the last final's words (``None``: not given)."""
+    foreign: bool = False
+    """The STT said the last final is in a language the words' signal does not read."""
+    longest_pause: float = 0.0
+    """The longest pause the speaker came back from in this turn (its rhythm)."""
+    last_rhythm: float = 0.0
+    """The rhythm of the turn that ended last (a reopened turn goes on with it)."""
+    reopened_after: float = -math.inf
+    guess: str = ""
+    """The latest interim words after the last final (what the last speech may turn out to say)."""
+    """A reopened turn: when the speech before the false end ended (its pause counts as one)."""
 
     @property
     def speaking(self) -> bool:
@@ -92,59 +111,58 @@ class FusedTurnState(NamedTuple):
         return self.words.text
 
 
-def _seconds(name: str, value: object, high: float = 30.0) -> None:
-    check_seconds(value, f"FusedTurnStop.{name}", high=high)
-
-
 @dataclass(frozen=True)
 class FusedTurnStop(StopStrategy[FusedTurnState]):
-    """Ends the turn on the audio model's verdict, the words and the silence together.
+    """Ends the turn when one calibrated model of the audio, the words and the silence says it is over.
 
-    Every timeout counts seconds of silence after the speech ended (the VAD
-    stop minus its ``stop_secs``), and the words of that speech are always
-    awaited first: a final transcript that arrived after the speech ended,
-    or, when none comes, the STT's published p99 latency
-    (``STTMetadataFrame.ttfs_p99_latency``) or
-    :data:`~rxvoice.turns.TRANSCRIPT_GRACE`.
+    Every wait counts seconds of silence after the speech ended (the VAD stop
+    minus its ``stop_secs``), and the words of that speech are always awaited
+    first (:class:`~rxvoice.turns.words_wait.WordsWait`): a final transcript
+    that arrived after the speech ended, or, when none comes, the STT's
+    published p99 latency (``STTMetadataFrame.ttfs_p99_latency``) or
+    :data:`~rxvoice.turns.TRANSCRIPT_GRACE`. Then the evidence (the audio
+    model's probability, the words' end probability from ``words_end``, a
+    number or spelling being read and its rhythm, the turn's length) gives
+    the odds that the turn is over, growing with the silence
+    (:mod:`rxvoice.turns.wait`); the turn is answered when they cross the
+    threshold.
 
-    The defaults were chosen on the rxvoice development recordings (ten
-    synthetic phone calls, 45 ends of turn and 30 mid-sentence pauses, plus
-    the single-utterance set), tuned on half and checked on the rest; see
-    ``docs/turn-taking.md`` ("Choosing the recommended stop").
+    The model was fitted on the tune half of a generated corpus of several
+    hundred calls and reported on the other half, with words as an STT
+    delivers them (lower case, no punctuation); see ``docs/turn-taking.md``
+    ("The recommended setup").
 
     Args:
         analyzer: the end-of-turn audio model (``SmartTurnAnalyzer()``), or
             ``None`` to decide on words and silence alone.
-        language: the completion rules to read the words with
-            (:func:`~rxvoice.turns.completion.register_completion`); a
-            language with none makes every verdict on words "unsure".
-        complete_threshold: the model's probability above which it says
-            complete (Smart Turn's own threshold is 0.5).
-        finished_timeout: silence after which finished words are answered
-            although the model said incomplete.
-        unsure_timeout: silence after which words no rule decides are
-            answered although the model said incomplete (the bounded fallback;
-            keep it shorter than a normal gap between turns, about 1.2 s).
-        sequence_timeout: silence after which a number or a spelled sequence
-            still being read ("four five", "j o r") is answered.
-        unfinished_timeout: silence after which clearly unfinished words
-            ("a flight to", "um") are answered anyway.
+        language: the language of the words; the default words' signal reads
+            English (another language: the words weigh nothing).
+        patience: how sure the model must be before it answers, in
+            ``[0.1, 10]``; 1 is the measured default, 2 asks for twice the
+            odds (fewer cut-offs, later answers), 0.5 for half.
+        words_end: the words' end-of-turn signal (default:
+            :func:`~rxvoice.turns.ending.default_words_end`, the trigram model
+            from the ``pocketsphinx`` wheel when installed, else the hand rules).
+        wait_model: the coefficients (:data:`~rxvoice.turns.wait.DEFAULT_WAIT`).
         transcript_timeout: with no VAD around the words (text input), the
-            quiet after the last transcript that ends the turn.
+            quiet after the last transcript that ends the turn (longer when
+            the words say more is coming).
         wait_for_transcript: never answer without words (as the other stops).
+
+    Raises:
+        ConfigurationError: a ``patience`` out of range, a bad analyzer or timeout.
+        ModelError: the words' language model file is corrupt.
     """
 
     analyzer: EndOfTurnAnalyzer | None = None
     language: str = "en"
-    complete_threshold: float = 0.5
-    finished_timeout: float = 0.0
-    unsure_timeout: float = 0.8
-    sequence_timeout: float = 1.2
-    unfinished_timeout: float = 2.0
+    patience: float = 1.0
+    words_end: WordsEndModel | None = None
+    wait_model: WaitModel = DEFAULT_WAIT
     transcript_timeout: float = 0.5
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
-    _rules: CompletionRules | None = field(default=None, init=False, repr=False, compare=False)
+    _words_end: WordsEndModel | None = field(default=None, init=False, repr=False, compare=False)
     words: WordsWait = field(init=False, repr=False, compare=False)
     handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES | {InputAudioRawFrame, StartFrame}
 
@@ -156,96 +174,135 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             )
         if not isinstance(self.language, str) or not self.language.strip():
             raise ConfigurationError(f"FusedTurnStop.language must be a language code, got {self.language!r}")
-        p = self.complete_threshold
-        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p < 1.0:
-            raise ConfigurationError(f"FusedTurnStop.complete_threshold must be in [0, 1), got {p!r}")
-        for name in ("finished_timeout", "unsure_timeout", "sequence_timeout", "unfinished_timeout",
-                     "transcript_timeout"):
-            _seconds(name, getattr(self, name))
-        if not self.finished_timeout <= self.unsure_timeout <= self.unfinished_timeout:
+        check_patience(self.patience, "FusedTurnStop.patience")
+        if not isinstance(self.wait_model, WaitModel):
+            raise ConfigurationError(f"FusedTurnStop.wait_model must be a WaitModel, got {self.wait_model!r}")
+        check_seconds(self.transcript_timeout, "FusedTurnStop.transcript_timeout", high=30.0)
+        words_end = self.words_end
+        if words_end is None:
+            words_end = default_words_end(self.language)
+        elif not callable(getattr(words_end, "judge", None)):
             raise ConfigurationError(
-                "FusedTurnStop needs finished_timeout <= unsure_timeout <= unfinished_timeout "
-                f"(got {self.finished_timeout}, {self.unsure_timeout}, {self.unfinished_timeout})"
+                f"FusedTurnStop.words_end needs a judge(text, confidence) method, got {words_end!r}"
             )
-        object.__setattr__(self, "_rules", completion_rules(self.language))
+        object.__setattr__(self, "_words_end", words_end)
         object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
 
-    # -- the decision: what the words and the model say, and how much silence that needs ----------
+    # -- the decision: the evidence, the silence it needs, and why ---------------------------------
 
-    def words_verdict(self, text: str) -> CompletionVerdict:
-        """What the words say (``UNSURE`` when the language has no rules or they fail)."""
-        rules = self._rules
-        if rules is None:
-            return CompletionVerdict(Completion.UNSURE, f"no completion rules for {self.language!r}")
+    def judge_words(self, text: str, confidence: float | None = None) -> WordsEnd:
+        """What the words say (unsure, weighing nothing, when the signal cannot read them or fails)."""
+        model = self._words_end
+        if model is None or not text:
+            return UNSURE
         try:
-            verdict = rules.judge(text)
-        except Exception as exc:  # a caller's rules must not break a turn
-            return CompletionVerdict(Completion.UNSURE, f"the completion rules failed ({type(exc).__name__})")
-        return verdict if isinstance(verdict, CompletionVerdict) else _NO_WORDS
+            verdict = model.judge(text, confidence)
+        except Exception as exc:  # a caller's signal must not break a turn
+            return WordsEnd(0.5, 0.0, f"the words' signal failed ({type(exc).__name__})")
+        if not isinstance(verdict, WordsEnd) or not 0.0 <= verdict.probability <= 1.0:
+            return WordsEnd(0.5, 0.0, "the words' signal gave no probability")
+        return verdict
 
-    def needed_silence(self, words: CompletionVerdict, model_complete: bool) -> float:
-        """Seconds of silence after the speech after which this verdict pair answers."""
-        if words.completion is Completion.INCOMPLETE:
-            return self.sequence_timeout if words.tentative else self.unfinished_timeout
-        if model_complete:
-            return 0.0
-        if words.completion is Completion.COMPLETE:
-            return self.finished_timeout
-        return self.unsure_timeout
+    def evidence(
+        self, text: str, probability: float | None, *, confidence: float | None = None,
+        longest_pause: float = 0.0, fresh: bool = True, foreign: bool = False,
+    ) -> Evidence:
+        """The evidence for a pause after ``text`` (``fresh``: the last speech's words are in it)."""
+        words = plain_words(text) if text else []
+        judged = self.judge_words(text, confidence) if fresh and not foreign else UNSURE
+        return Evidence(probability, judged, reading_in_progress(words), len(words), longest_pause)
 
-    def _words_of_last_speech(self, s: FusedTurnState) -> CompletionVerdict | None:
-        """The verdict on the words, once the last speech's words are in (``None``: still waiting)."""
+    def needed_silence(self, evidence: Evidence) -> float:
+        """Seconds of silence after the speech after which this evidence answers."""
+        return needed_silence(self.wait_model, evidence, self.patience)
+
+    def explain(self, evidence: Evidence) -> tuple[str, str]:
+        """``(kind, text)`` of an answer on this evidence: ``model``/``words`` when it answered as soon
+        as the words were in (the audio or the words carried it), ``sequence`` when a reading waited its
+        rhythm, ``unfinished`` when the words held it, ``unsure`` otherwise."""
+        need = self.needed_silence(evidence)
+        model = model_label(self.analyzer)
+        if self.analyzer is None:
+            audio = "no audio model"
+        else:
+            audio = f"{model}: no verdict" if evidence.audio is None else f"{model} p={evidence.audio:.2f}"
+        odds = end_log_odds(self.wait_model, evidence)
+        said = f"{audio}, {evidence.words.reason}, end odds {odds:+.1f}"
+        if need <= _TICK:
+            kind = "model" if evidence.audio is not None and evidence.audio > 0.5 else "words"
+            return kind, f"{said}: answered when the words were in"
+        if evidence.reading:
+            kind = "sequence"
+        elif evidence.words.weight > 0 and evidence.words.probability < 0.2:
+            kind = "unfinished"
+        else:
+            kind = "unsure"
+        return kind, f"{said}: waited {need:.2f} s of silence"
+
+    def end_reason(self, s: FusedTurnState, evidence: Evidence, now: float) -> TurnEndReason:
+        """Why this strategy answers now, as the calibrated wait saw it."""
+        kind, text = self.explain(evidence)
+        waited = abs(now - s.words.text_at) < _TICK and self.needed_silence(evidence) < now - s.words.speech_end
+        words = None if evidence.words.weight == 0 else ("complete" if evidence.words.probability >= 0.5
+                                                         else "incomplete")
+        return TurnEndReason(kind, text + (", then waited for the words" if waited else ""),
+                             probability=s.probability, silence=self.needed_silence(evidence), words=words,
+                             waited_for_words=waited)
+
+    def _evidence(self, s: FusedTurnState) -> Evidence | None:
+        """The evidence, once the last speech's words are in (``None``: still waiting)."""
         w = s.words
         if not self.words.ready(w):
             return None  # no words at all, or not the last speech's yet (the watchdog closes an empty turn)
-        if not self.wait_for_transcript:
-            return self.words_verdict(w.text) if w.text else _NO_WORDS
-        return self.words_verdict(w.text) if w.fresh else _NO_WORDS
+        fresh = w.fresh or not self.wait_for_transcript
+        return self.evidence(w.text, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
+                             fresh=fresh and bool(w.text), foreign=s.foreign)
 
     def _decide(self, s: FusedTurnState, now: float, effects: list[Effect]) -> tuple[FusedTurnState, Effects]:
-        """Answer now, or arm the wait for the silence the verdicts need."""
+        """Answer now, or arm the wait for the silence the evidence needs."""
         if s.words.speaking or not s.words.vad_stopped or s.answered:
             return s, tuple(effects)
-        words = self._words_of_last_speech(s)
-        if words is None:
-            return s, tuple(effects)
-        need = self.needed_silence(words, s.model_complete)
+        evidence = self._evidence(s)
+        if evidence is None:
+            # Only the final words are awaited: likely when interim words stand for them and need little silence.
+            return s, ((*effects, LIKELY_BEFORE_WORDS) if self._likely_before_words(s) else tuple(effects))
+        if self.analyzer is not None and s.probability is None and s.asks.inflight:
+            # The audio model's verdict on this pause is on its way: wait for it (bounded).
+            pending = s.asks.asked_at + _VERDICT_WAIT - now
+            if pending > _TICK:
+                return s, (*effects, _after(pending))
+        need = self.needed_silence(evidence)
         silence = now - s.words.speech_end
-        if silence >= need - _EPS:
-            return self._answer(s, effects, self.end_reason(s, words, now))
-        return s, (*effects, Arm(_DECIDE, need - silence))
+        if silence >= need - _TICK:
+            return self._answer(s, effects, self.end_reason(s, evidence, now))
+        likely = (LIKELY,) if need <= _LIKELY_WITHIN else ()  # only the patience is left: the end is likely
+        return s, (*effects, *likely, _after(need - silence))
 
-    def _decide_without_vad(self, text: str) -> float:
+    def _likely_before_words(self, s: FusedTurnState) -> bool:
+        """The final words are awaited: is an end likely on the interim words (a speculative reply may be asked)?"""
+        if not s.guess:
+            return False
+        said = f"{s.words.text} {s.guess}" if s.words.text else s.guess
+        evidence = self.evidence(said, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
+                                 foreign=s.foreign)
+        return self.needed_silence(evidence) <= _LIKELY_WITHIN
+
+    def _decide_without_vad(self, s: FusedTurnState, text: str) -> float:
         """With no VAD around the words, the quiet after them that answers."""
-        wait = self.transcript_timeout
-        words = self.words_verdict(text)
-        if words.completion is Completion.INCOMPLETE:
-            wait = max(wait, self.needed_silence(words, False))
-        return wait
+        evidence = self.evidence(text, None, confidence=s.confidence, foreign=s.foreign)
+        return max(self.transcript_timeout, self.needed_silence(evidence))
 
     def _answer(
         self, s: FusedTurnState, effects: list[Effect], reason: TurnEndReason
     ) -> tuple[FusedTurnState, Effects]:
         return s._replace(answered=True), (*effects, Disarm(_DECIDE), *self.words.cancel, *stopped(reason=reason))
 
-    def end_reason(self, s: FusedTurnState, words: CompletionVerdict, now: float) -> TurnEndReason:
-        """Why this strategy answers now: the words' verdict, the model's and the silence that rule asks for."""
-        need = self.needed_silence(words, s.model_complete)
-        waited = abs(now - s.words.text_at) < _EPS  # the rule was met before the words came: they decided the instant
-        w = ", then waited for the words" if waited else ""
-        said = words.reason if words is _NO_WORDS else f"words {words.completion.value}: {words.reason}"
-        judged = None if words is _NO_WORDS else words.completion.value
-        model = model_label(self.analyzer)
-        p = " (no verdict yet)" if s.probability is None else f" (p={s.probability:.2f})"
-        if words.completion is Completion.INCOMPLETE:
-            kind, text = ("sequence" if words.tentative else "unfinished"), f"{said}; waited {need:g} s of silence{w}"
-        elif s.model_complete:
-            kind, text = "model", f"{model}: complete{p}, {said}{w}"
-        else:
-            kind = "words" if words.completion is Completion.COMPLETE else "unsure"
-            verdict = "" if self.analyzer is None else f"; {model} incomplete{p}"
-            text = f"{said}{verdict}; {need:g} s of silence{w}"
-        return TurnEndReason(kind, text, probability=s.probability, silence=need, words=judged, waited_for_words=waited)
+    def _foreign(self, frame: Frame) -> bool:
+        language = getattr(frame, "language", None)
+        if not isinstance(language, str) or not language.strip():
+            return False
+        ours = self.language.strip().replace("_", "-").split("-", 1)[0].lower()
+        return language.strip().replace("_", "-").split("-", 1)[0].lower() != ours
 
     # -- the waiting: the words of the last speech, the model's verdicts, the timers --------------
 
@@ -268,20 +325,31 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return (s, NOTHING) if self.analyzer is None else (s, feed_audio(frame, s.words.speaking, "audio"))
         if t is StartFrame:
             return (s, NOTHING) if self.analyzer is None else (s, announce_params(self.analyzer))
+        before = s.words
         words, effects = self.words.on_frame(s.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
-            s = FusedTurnState(words, s.asks.next_segment())
+            longest = s.longest_pause
+            back_from = before.speech_end if before.vad_stopped else s.reopened_after
+            if math.isfinite(back_from):  # back from a pause of this turn
+                longest = max(longest, now - float(getattr(frame, "start_secs", 0.0)) - back_from)
+            s = s._replace(words=words, asks=s.asks.next_segment(), probability=None, no_vad=False,
+                           answered=False, longest_pause=longest, reopened_after=-math.inf, guess="")
             if self.analyzer is None:
                 return s, (Disarm(_DECIDE), *effects)
             return s, (Disarm(_DECIDE), *effects, *vad_started(frame))
         if t is VADUserStoppedSpeakingFrame:
             out: list[Effect] = [Disarm(_DECIDE), *effects]
-            s = self._ask(s._replace(words=words, no_vad=False, model_complete=False, probability=None), now, out)
+            s = self._ask(s._replace(words=words, no_vad=False, probability=None), now, out)
             return self._decide(s, now, out)
+        if t is InterimTranscriptionFrame:
+            text = getattr(frame, "text", "")
+            return s._replace(words=words, guess=text.strip() if isinstance(text, str) else ""), effects
         if t is TranscriptionFrame and has_words(frame):
+            s = s._replace(confidence=stt_confidence(getattr(frame, "result", None)), foreign=self._foreign(frame),
+                           guess="")
             if s.words.no_vad:  # no VAD around these words: count the quiet from them
                 s = s._replace(words=words, no_vad=True, answered=False)
-                return s, (*effects, Arm(_DECIDE, self._decide_without_vad(words.text)))
+                return s, (*effects, _after(self._decide_without_vad(s, words.text)))
             return self._decide(s._replace(words=words), now, list(effects))
         return s._replace(words=words), effects
 
@@ -290,33 +358,39 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         if key == _DECIDE:
             if s.no_vad:
                 return self._answer(s, [], no_vad_reason(self.transcript_timeout))
+            if s.asks.inflight and s.probability is None and now >= s.asks.asked_at + _VERDICT_WAIT - _TICK:
+                s = s._replace(asks=s.asks._replace(inflight=False))  # late: the words and silence decide
             return self._decide(s, now, [])
         words = self.words.on_timer(s.words, key)
         return (s, NOTHING) if words is None else self._decide(s._replace(words=words), now, [])
 
     def on_result(self, state: FusedTurnState, key: str, value: Any, now: float) -> tuple[FusedTurnState, Effects]:
         asks, answer, effects = answered(state.asks, key, value, now)
-        if answer is None:  # audio fed: the stream's own 3 s fallback is not used (the timeouts bound every wait)
+        if answer is None:  # audio fed: the stream's own 3 s fallback is not used (the wait bounds itself)
             fed(value)
             return state, NOTHING
         s = state._replace(asks=asks)
         if not answer.current or s.words.speaking:
             return s, tuple(effects)
         p = answer.probability
-        model_complete = answer.complete if p is None else p > self.complete_threshold
-        return self._decide(s._replace(model_complete=model_complete, probability=p), now, effects)
+        if p is None:
+            p = 0.9 if answer.complete else 0.1
+        return self._decide(s._replace(probability=p), now, effects)
 
     def on_turn_started(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         words, effects = self.words.reset(state.words)
-        return FusedTurnState(words, state.asks), (Disarm(_DECIDE), *effects)
+        s = FusedTurnState(words, state.asks, last_rhythm=state.last_rhythm)
+        return s, (Disarm(_DECIDE), *effects)
 
     def on_turn_stopped(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         words, effects = self.words.reset(state.words)
-        s = FusedTurnState(words, state.asks.next_segment())
+        s = FusedTurnState(words, state.asks.next_segment(), last_rhythm=state.longest_pause)
         if self.analyzer is None:
             return s, (Disarm(_DECIDE), *effects)
         return s, (Disarm(_DECIDE), *effects, *clear_stream())
 
     def on_turn_resumed(self, state: FusedTurnState, words: str, now: float) -> tuple[FusedTurnState, Effects]:
-        # The reopened turn keeps its words: a continuation without words (a cough) is bounded like any other.
-        return state._replace(words=self.words.resumed(state.words, words)), NOTHING
+        # The reopened turn keeps its words and its rhythm: "one" [answered] "two" reads as a number being
+        # read again, and waits as such; the pause that was cut counts as one the speaker came back from.
+        w = self.words.resumed(state.words, words)
+        return state._replace(words=w, longest_pause=state.last_rhythm, reopened_after=state.words.speech_end), NOTHING

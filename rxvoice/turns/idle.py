@@ -90,9 +90,10 @@ def _resume(s: IdleState) -> tuple[IdleState, Effects]:
 
 def _wait(s: IdleState) -> tuple[IdleState, Effects]:
     """The user is now the one expected to speak: wait for them (after their voice, if it is heard)."""
-    if s.user_speaking:
-        return s._replace(waiting=False, paused=True), NOTHING
-    s = s._replace(waiting=True)
+    timeout, _waiting, bot, user_turn, calls, paused, pending, speaking = s
+    if speaking:
+        return IdleState(timeout, False, bot, user_turn, calls, True, pending, speaking), NOTHING
+    s = IdleState(timeout, True, bot, user_turn, calls, paused, pending, speaking)
     return s, _arm(s)
 
 
@@ -119,20 +120,22 @@ def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tupl
         return idle_heard(state, True)
     if t in SPEECH_OFF:
         return idle_heard(state, False)
+    # The turn's own frames come on every turn: their states are built whole (cheaper than _replace).
+    timeout, waiting, bot, user_turn, calls, paused, pending, speaking = state
     if t is BotStoppedSpeakingFrame:
-        s = state._replace(bot_speaking=False, reply_pending=False)
-        if not s.user_turn and s.calls == 0:
+        s = IdleState(timeout, waiting, False, user_turn, calls, paused, False, speaking)
+        if not user_turn and calls == 0:
             return _wait(s)
         return s, NOTHING
     if t is BotStartedSpeakingFrame:
-        return state._replace(waiting=False, bot_speaking=True, paused=False, reply_pending=False), _DISARM
+        return IdleState(timeout, False, True, user_turn, calls, False, False, speaking), _DISARM
     if t is UserStartedSpeakingFrame:
-        return state._replace(waiting=False, user_turn=True, paused=False, reply_pending=False), _DISARM
+        return IdleState(timeout, False, bot, True, calls, False, False, speaking), _DISARM
     if t is UserStoppedSpeakingFrame:
-        s = state._replace(user_turn=False)
         if answered:  # a reply is on its way: the user is not the one expected to speak
-            return s._replace(waiting=False, paused=False, reply_pending=True), NOTHING
-        if not s.bot_speaking and s.calls == 0:
+            return IdleState(timeout, False, bot, False, calls, False, True, speaking), NOTHING
+        s = IdleState(timeout, waiting, bot, False, calls, paused, pending, speaking)
+        if not bot and calls == 0:
             return _wait(s)
         return s, NOTHING
     if t is LLMContextAssistantTurnFrame:

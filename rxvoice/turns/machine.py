@@ -16,9 +16,12 @@ is defined first, in its own module); each step is a rule of its own:
    each strategy sees the frame types it handles, in order, until one halts
    its chain; their effects are applied as they come (:meth:`TurnMachine._apply`):
    a start opens a turn unless one is open; an inference inside a turn
-   writes what was said so far and asks for the answer; a finalize closes
-   the turn, never while the user speaks; a reset drops words only outside
-   a turn.
+   writes what was said so far and asks for the answer; a ``Likely`` (the
+   end is coming, not decided) asks early for an answer that is held, when
+   speculation is on (:mod:`rxvoice.turns.speculation`), and speech that
+   resumes withdraws it; a finalize closes the turn, never while the user
+   speaks; a reset drops words only outside a turn; a ``Notify`` raises a
+   strategy's event.
 4. **the watchdog** closes a turn no strategy ended after ``stop_timeout``
    seconds without activity, never while the user speaks.
 5. **the idle watch** (:mod:`rxvoice.turns.idle`) notices a user who stays
@@ -74,6 +77,7 @@ from ..frames import (
 )
 from .config import TurnsConfig
 from .controller import ACTIVITY, SPEAKING_OFF, SPEAKING_ON, TurnController
+from .effects import apply_effects
 from .idle import IDLE_TYPES, SPEECH_TYPES, idle_fired, idle_step
 from .late_tail import may_start
 from .mute import MuteStrategy, mute_see, mute_types, mute_verdict
@@ -84,8 +88,6 @@ from .recommend import recommended_controller
 from .reports import (
     EVENT_USER_MUTE_STARTED,
     EVENT_USER_MUTE_STOPPED,
-    EVENT_USER_TURN_IDLE,
-    EVENT_USER_TURN_INFERENCE_TRIGGERED,
     EVENT_USER_TURN_RECOVERED,
     EVENT_USER_TURN_STARTED,
     EVENT_USER_TURN_STOP_TIMEOUT,
@@ -97,19 +99,9 @@ from .reports import (
 from .scan import ResultBack, TimerFired, TurnScan, turn_step
 from .state import TurnState
 from .strategy import (
-    Analyze,
-    Arm,
-    Disarm,
     Effects,
-    Finalize,
-    Halt,
-    Inference,
-    Push,
-    ResetAggregation,
     Start,
     Strategy,
-    Touch,
-    UserIdle,
 )
 
 __all__ = [
@@ -159,6 +151,8 @@ class TurnMachine:
         self.late_window = turns.late_transcript_window
         self.recovery_window = turns.recovery_window
         self.recommendable = not turns.pinned
+        self.speculating = turns.speculation is not None
+        """Whether a stop strategy's ``Likely`` asks the model early (``TurnsConfig.speculate``)."""
         handled = set(self.controller.handled_types) | self.mute_types | IDLE_TYPES | {
             BotStartedSpeakingFrame, BotStoppedSpeakingFrame, InterruptionFrame, STTMetadataFrame,
             LLMServiceMetadataFrame, ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame,
@@ -402,7 +396,7 @@ class TurnMachine:
         s.controller = controller
         s.states = controller.initial()
         if s.open:
-            self._each(s, now, started=True)
+            self._tell(s, "on_turn_started", now)
 
     # 3. the chains
 
@@ -411,13 +405,12 @@ class TurnMachine:
         controller = s.controller
         if t in ACTIVITY:
             if t in SPEAKING_ON:
+                if s.open and self.speculating and not s.speaking:
+                    s.words.withdraw(now)  # the user went on: an answer held for the words so far is stale
                 s.speaking = True
             elif t in SPEAKING_OFF:
                 s.speaking = False
-            s.last_activity = now
-            if not s.watchdog_armed:
-                s.watchdog_armed = True
-                s.port.arm(WATCHDOG, _WATCHDOG_KEY, controller.stop_timeout)
+            self.touch(s, now)
         start_ids, stop_ids = controller.routes.get(t, _NO_ROUTE)
         strategies = controller.strategies
         states = s.states
@@ -436,71 +429,26 @@ class TurnMachine:
     def _apply(
         self, s: TurnState, owner: TimerOwner, strategy: Strategy[Any] | None, effects: Effects, now: float
     ) -> bool:
-        """Carry out effects (a strategy's, a mute strategy's, the idle watch's), in order.
+        """Carry out effects (a strategy's, a mute strategy's, the idle watch's), in order (:mod:`.effects`)."""
+        return apply_effects(self, s, owner, strategy, effects, now)
 
-        Returns whether they halted their chain.
-        """
-        halted = False
-        port = s.port
-        e: Any
-        for e in effects:
-            et = type(e)
-            if et is Arm:
-                port.arm(owner, e.key, e.delay)
-            elif et is Disarm:
-                port.disarm(owner, e.key)
-            elif et is Halt:
-                halted = True
-            elif et is Start:
-                self._started(s, strategy, e, now)
-            elif et is Inference:
-                if s.open:
-                    self._touch(s, now)
-                    s.words.commit(now)
-                    if port.listens(EVENT_USER_TURN_INFERENCE_TRIGGERED):
-                        port.event(EVENT_USER_TURN_INFERENCE_TRIGGERED, strategy)
-            elif et is Finalize:
-                self._stopped(s, strategy, e.speaking_frames, now, e.reason)
-            elif et is ResetAggregation:
-                if not s.open:  # the words of an open turn are never dropped
-                    s.words.reset()
-            elif et is Push:
-                # Out at once, in the order decided: a verdict's report comes before the turn end it causes.
-                if e.both_ways:
-                    port.emit(e.frame, DOWN)
-                    port.emit(e.frame, UP)
-                else:
-                    port.emit(e.frame, e.direction)
-            elif et is Touch:
-                port.call(owner, e.key, e.fn, False)  # type: ignore[arg-type]
-            elif et is Analyze:
-                port.call(owner, e.key, e.fn, True)  # type: ignore[arg-type]
-            elif et is UserIdle:
-                if port.listens(EVENT_USER_TURN_IDLE):
-                    port.event(EVENT_USER_TURN_IDLE)
-                if self.turns.on_idle is not None:
-                    port.callback(self.turns.on_idle)
-        return halted
-
-    def _each(self, s: TurnState, now: float, *, started: bool) -> None:
-        """Tell every strategy a turn started (or stopped), whoever decided it."""
+    def _tell(self, s: TurnState, hook: str, now: float, *args: Any) -> None:
+        """Tell every strategy what happened to the turn (``on_turn_started``, ``..._stopped``, ``..._resumed``)."""
         states = s.states
         for i, strategy in enumerate(s.controller.strategies):
-            if started:
-                states[i], effects = strategy.on_turn_started(states[i], now)
-            else:
-                states[i], effects = strategy.on_turn_stopped(states[i], now)
+            states[i], effects = getattr(strategy, hook)(states[i], *args, now)
             if effects:
                 self._apply(s, i, strategy, effects, now)
 
     # the turn starts
 
-    def _started(self, s: TurnState, strategy: Strategy[Any] | None, e: Start, now: float) -> None:
+    def started(self, s: TurnState, strategy: Strategy[Any] | None, e: Start, now: float) -> None:
+        """A start: the turn opens unless one is open (announced, the bot interrupted, a false end reopened)."""
         if s.open:
             return
         s.open = True
-        self._touch(s, now)
-        self._each(s, now, started=True)
+        self.touch(s, now)
+        self._tell(s, "on_turn_started", now)
         interruptions = e.interruptions
         if interruptions is None:
             interruptions = getattr(strategy, "enable_interruptions", True)
@@ -513,7 +461,7 @@ class TurnMachine:
         if resumed is None:
             s.words.started(now)
         else:
-            self._resumed(s, resumed, now)
+            self._tell(s, "on_turn_resumed", now, resumed)
         s.interrupted_bot = bool(interruptions) and s.bot_speaking
         port = s.port
         if speaking:
@@ -529,15 +477,15 @@ class TurnMachine:
 
     # the turn stops
 
-    def _stopped(
+    def stopped(
         self, s: TurnState, strategy: Strategy[Any] | None, speaking_frames: bool | None, now: float,
         reason: TurnEndReason | None = None,
     ) -> None:
         if not s.open or s.speaking:
             return
         s.open = False
-        self._touch(s, now)
-        self._each(s, now, started=False)
+        self.touch(s, now)
+        self._tell(s, "on_turn_stopped", now)
         if speaking_frames is None:
             speaking_frames = getattr(strategy, "enable_user_speaking_frames", True) if strategy else True
         port = s.port
@@ -568,7 +516,8 @@ class TurnMachine:
 
     # 4. the watchdog
 
-    def _touch(self, s: TurnState, now: float) -> None:
+    def touch(self, s: TurnState, now: float) -> None:
+        """The user was active: the watchdog counts from now."""
         s.last_activity = now
         if not s.watchdog_armed:
             s.watchdog_armed = True
@@ -584,7 +533,7 @@ class TurnMachine:
         elif s.open and not s.speaking:
             if s.port.listens(EVENT_USER_TURN_STOP_TIMEOUT):
                 s.port.event(EVENT_USER_TURN_STOP_TIMEOUT)
-            self._stopped(s, None, None, now, watchdog_reason(timeout))
+            self.stopped(s, None, None, now, watchdog_reason(timeout))
 
     # 5. the idle watch
 
@@ -607,14 +556,6 @@ class TurnMachine:
             port.event(EVENT_USER_TURN_RECOVERED, UserTurnRecovered(
                 content, now - s.ended_at, iso8601(began if began is not None else s.ended_at)))
         return content
-
-    def _resumed(self, s: TurnState, words: str, now: float) -> None:
-        """Tell every strategy the turn reopened with ``words`` (a continuation without words still has them)."""
-        states = s.states
-        for i, strategy in enumerate(s.controller.strategies):
-            states[i], effects = strategy.on_turn_resumed(states[i], words, now)
-            if effects:
-                self._apply(s, i, strategy, effects, now)
 
     # -- timers and results ---------------------------------------------------------------------
 

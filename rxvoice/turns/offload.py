@@ -1,87 +1,25 @@
-"""Where heavy work runs (an end-of-turn model, a summary, a recognizer), and executors for tests.
+"""Moved: where heavy work runs is the runtime's business (:mod:`rxvoice.pipeline.offload`).
 
-A stage with work too slow for the session (the user aggregator's
-end-of-turn model, the :class:`~rxvoice.aggregators.UserTurnProcessor`, the
-turn-taking detector, a speech-to-text stage) hands each job to its
-``offload``: a callable taking the job and returning a
-:class:`concurrent.futures.Future` of its result. The default is
-:func:`rxvoice.workers.default_offload`, rxvoice's one shared worker pool. The result
-re-enters the session through its gate, so it is handled like any other
-input, one at a time.
-
-Set it on the stage, before the pipeline runs::
-
-    pair.user().offload = inline_offload                      # verdicts at once, on the session
-    pair.user().offload = SchedulerOffload(scheduler, 0.05)   # verdicts 50 ms later, in virtual time
-
-The two executors here make model latency a test parameter instead of a
-race: with a ``TestScheduler``, a verdict arrives exactly ``latency``
-virtual seconds after it was asked for.
+The decisions in :mod:`rxvoice.turns` hold no scheduler; these names warn and go in 0.3.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-from collections.abc import Callable
-from typing import Any, TypeAlias
+import importlib
+import warnings
+from typing import Any
 
-from reactivex import abc
+__all__: list[str] = []  # the moved names are found through __getattr__, with a warning
 
-from .._seconds import check_seconds
-
-__all__ = ["Offload", "SchedulerOffload", "inline_offload"]
-
-Offload: TypeAlias = Callable[[Callable[[], Any]], "concurrent.futures.Future[Any]"]
-"""Runs a job somewhere and returns a future of its result."""
+_MOVED = frozenset({"Offload", "SchedulerOffload", "inline_offload"})
 
 
-def _settle(future: concurrent.futures.Future[Any], job: Callable[[], Any]) -> None:
-    if not future.set_running_or_notify_cancel():
-        return
-    try:
-        result = job()
-    except BaseException as exc:  # handed back as the value, as a worker thread would
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
-
-
-def inline_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-    """Run the job at once, on the calling thread (its result still re-enters after the current frame)."""
-    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    _settle(future, job)
-    return future
-
-
-class SchedulerOffload:
-    """Run each job ``latency`` seconds later on ``scheduler`` (virtual time in tests).
-
-    Args:
-        scheduler: The scheduler the session runs on (e.g. ``FrameMarbles.scheduler``).
-        latency: Seconds between asking and the answer, or a callable giving
-            the latency of each successive job (to script slow and fast verdicts).
-    """
-
-    def __init__(self, scheduler: abc.SchedulerBase, latency: float | Callable[[int], float] = 0.0) -> None:
-        if not callable(latency):
-            check_seconds(latency, "SchedulerOffload.latency")
-        self.scheduler = scheduler
-        self.latency = latency
-        self.jobs = 0
-
-    def __call__(self, job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        n = self.jobs
-        self.jobs += 1
-        delay = self.latency(n) if callable(self.latency) else self.latency
-        def run(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
-            _settle(future, job)
-
-        handle = self.scheduler.schedule_relative(max(0.0, float(delay)), run)
-
-        def forget(f: concurrent.futures.Future[Any]) -> None:
-            if f.cancelled():  # the session ended before the answer: nothing stays scheduled
-                handle.dispose()
-
-        future.add_done_callback(forget)
-        return future
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        warnings.warn(
+            f"rxvoice.turns.offload.{name} moved to rxvoice.pipeline.offload.{name} (also in rxvoice.workers); "
+            "the old name goes in 0.3",
+            DeprecationWarning, stacklevel=2,
+        )
+        return getattr(importlib.import_module("rxvoice.pipeline.offload"), name)
+    raise AttributeError(f"module 'rxvoice.turns.offload' has no attribute {name!r}")

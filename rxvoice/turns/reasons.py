@@ -31,13 +31,14 @@ __all__ = [
 ]
 
 REASON_KINDS = {
-    "model": "the end-of-turn model said complete (Smart Turn)",
+    "model": "the end-of-turn model said complete (Smart Turn); with FusedTurnStop: answered as soon as the "
+             "words were in, the model agreeing",
     "fallback": "the end-of-turn model's own silence fallback (Smart Turn: 3 s)",
     "silence": "a speech timeout: this much silence after the speech",
-    "words": "finished words, the model said incomplete (FusedTurnStop)",
-    "unsure": "neither the words nor the model decided: the bounded fallback (FusedTurnStop)",
-    "unfinished": "unfinished words: the bounded wait ran out (FusedTurnStop)",
-    "sequence": "a number or spelled sequence being read: its wait ran out (FusedTurnStop)",
+    "words": "answered as soon as the words were in, the words carrying it (FusedTurnStop)",
+    "unsure": "the calibrated wait: the odds crossed the threshold after some silence (FusedTurnStop)",
+    "unfinished": "unfinished words: the calibrated wait ran its longer course (FusedTurnStop)",
+    "sequence": "a number or spelled sequence being read: its rhythm's wait ran out (FusedTurnStop)",
     "no-vad": "words with no VAD speech around them (typed input): the quiet after them",
     "external": "a stop decided elsewhere (a turn detector, a service), the words in",
     "watchdog": "the stop watchdog: no activity for its timeout",

@@ -56,6 +56,8 @@ from .reasons import (
     silence_reason,
 )
 from .strategy import (
+    LIKELY,
+    LIKELY_BEFORE_WORDS,
     NOTHING,
     Arm,
     Disarm,
@@ -141,6 +143,9 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         w = s.words
         if not w.speaking and s.speech_done and w.stt_done and self.words.ready(w):
             return s, (*effects, Disarm(_SPEECH), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
+        if not w.speaking and w.vad_stopped:
+            # Only the silence is left (and the words, if they are not in: an interim guess may stand for them).
+            return s, (*effects, LIKELY if self.words.ready(w) else LIKELY_BEFORE_WORDS)
         return s, effects
 
     def end_reason(self, s: SpeechTimeoutState, waited: bool = False) -> TurnEndReason:
@@ -158,7 +163,8 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
             return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            return SpeechTimeoutState(words, stop_secs=stop_secs), (Arm(_SPEECH, self.user_speech_timeout), *effects)
+            return self._check(SpeechTimeoutState(words, stop_secs=stop_secs),
+                               (Arm(_SPEECH, self.user_speech_timeout), *effects))
         if t is TranscriptionFrame and has_words(frame):
             if state.words.no_vad:  # no VAD around this transcript: count the silence from it
                 return self._check(SpeechTimeoutState(words), (*effects, Arm(_SPEECH, self.user_speech_timeout)))
@@ -404,20 +410,25 @@ class ExternalStop(StopStrategy[ExternalState]):
     def on_frame(self, state: ExternalState, frame: Frame, now: float) -> tuple[ExternalState, Effects]:
         # This strategy times its own wait (from the stop decided elsewhere): the words wait only tracks.
         t = type(frame)
-        s = state._replace(words=self.words.heard(state.words, frame, now))
         if t is InterimTranscriptionFrame:
-            return s._replace(interim_pending=True), NOTHING
+            return (state, NOTHING) if state.interim_pending else (state._replace(interim_pending=True), NOTHING)
         if t is TranscriptionFrame:
             if not has_words(frame):
                 return state, NOTHING
-            s = s._replace(interim_pending=False)
+            s = state._replace(words=self.words.heard(state.words, frame, now), interim_pending=False)
             if s.turn_open and s.stop_seen and not s.speaking and self.wait_for_transcript:
                 # The words came after the stop: more finals of the same speech may follow.
                 return s._replace(settling=True), (Disarm(_WAIT), Arm(_SETTLE, self.settle))
             return self._check(s)
+        s = state
+        if t in WORDS_TYPES:
+            words = self.words.heard(state.words, frame, now)
+            if words is not state.words:
+                s = state._replace(words=words)
         if t is ProposedUserStartedSpeakingFrame or t is UserStartedSpeakingFrame:
             return s._replace(
-                words=s.words._replace(fresh=False), speaking=True, announced_elsewhere=t is UserStartedSpeakingFrame,
+                words=s.words._replace(fresh=False) if s.words.fresh else s.words, speaking=True,
+                announced_elsewhere=t is UserStartedSpeakingFrame,
                 stop_seen=False, settling=False,
             ), _EXTERNAL_TIMERS
         if t is ProposedUserStoppedSpeakingFrame or t is UserStoppedSpeakingFrame:

@@ -139,9 +139,11 @@ class WordsWait:
             if not has_words(frame):
                 return w
             text = frame.text.strip()  # type: ignore[attr-defined]
-            return w._replace(
-                text=f"{w.text} {text}" if w.text else text, text_at=now, fresh=True,
-                finalized=w.finalized or bool(getattr(frame, "finalized", False)),
+            # Built whole rather than with _replace: this runs for every transcript.
+            return WordsState(
+                w.speaking, w.vad_stopped, w.speech_end, f"{w.text} {text}" if w.text else text, now, True,
+                w.finalized or bool(getattr(frame, "finalized", False)), w.stt_done, w.grace_done, w.stt_timeout,
+                w.stt_known,
             )
         if t is VADUserStartedSpeakingFrame:
             return w._replace(speaking=True, vad_stopped=False, fresh=False, finalized=False)

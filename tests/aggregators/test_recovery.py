@@ -109,15 +109,18 @@ def test_a_continuation_without_words_asks_again_for_the_lost_answer() -> None:
 
 @pytest.mark.parametrize("stop", [SpeechTimeoutStop(), FusedTurnStop()], ids=lambda s: type(s).__name__)
 def test_a_continuation_without_words_is_bounded_like_any_pause(stop: Any) -> None:
-    """The reopened turn keeps its words: a cough (VAD 1.6-1.8 s, no transcript) ends the turn once the wait for
-    its words is over (the grace, 0.8 s after the speech ended), not at the 5 s watchdog."""
+    """The reopened turn keeps its words: a cough (VAD 1.3-1.5 s, no transcript) within the window after the end
+    reopens the turn, which then ends once the wait for its words is over (about a second after the cough), not
+    at the 5 s watchdog."""
     legend = dict(L, a=F.TranscriptionFrame("I'd like a table", "u1"))
     pair = Pair(LLMContext(), turns=TurnsConfig(stop=[stop]))
-    llm = ScriptedLLM(["Sure, for how many people would that be?", "A table for two, booked."], first_token_delay=1.0)
+    llm = ScriptedLLM(["Sure, for how many people would that be?", "A table for two, booked."], first_token_delay=2.0)
     rec = FrameMarbles(legend).run(pipeline(pair.user(), llm, pair.assistant()),
-                                   down="v--a-s----------v-s" + "-" * 100 + "E", watch=[pair.user(), pair.assistant()])
-    assert [t for t, _ in rec.events_named("on_user_turn_recovered")] == [1600]
-    assert [t for t, _ in rec.events_named("on_user_turn_stopped")] == [1100, 1600 + 1000]
+                                   down="v--a-s-------v-s" + "-" * 100 + "E", watch=[pair.user(), pair.assistant()])
+    assert [t for t, _ in rec.events_named("on_user_turn_recovered")] == [1300]
+    first, second = (t for t, _ in rec.events_named("on_user_turn_stopped"))
+    assert first <= 1100
+    assert 1300 + 1000 <= second <= 1300 + 1300  # the cough's speech ended at 1.3 s: a pause's bounded wait
     assert rec.events_named("on_user_turn_stop_timeout") == []
     assert conversation(pair) == [("user", "I'd like a table"), ("assistant", "A table for two, booked.")]
 

@@ -11,8 +11,8 @@ from rxvoice import frames as F
 from rxvoice.audio.turn import TurnTakingDetector
 from rxvoice.audio.vad_processor import VADProcessor
 from rxvoice.errors import ConfigurationError
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.testing import FrameMarbles, Recording
-from rxvoice.turns import SchedulerOffload
 
 from .test_vad_processor import SPEECH, LoudVAD, audio_timeline
 

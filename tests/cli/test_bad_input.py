@@ -78,7 +78,7 @@ def test_stereo_44k_is_converted_not_refused(without_model: Path, booking_wav: P
     stereo = np.stack([left, left * 0.5], axis=1)
     wav = write_wav(tmp_path / "call44.wav", np.round(stereo * 32767).astype(np.int16), 44100, channels=2)
     shutil.copy(booking_wav.with_name("booking.transcript.json"), tmp_path / "call44.transcript.json")
-    converted = run_cli("turns", str(wav), "--stop", "speech-timeout", "--json")
+    converted = run_cli("turns", str(wav), "--stop", "speech-timeout", "--words", "as-written", "--json")
     assert converted.code == 0, converted.err
     assert "note: call44.wav: 2 channels averaged to mono; resampled from 44100 Hz to 16000 Hz" in converted.err
     got = json.loads(converted.out)["recordings"][0]

@@ -58,16 +58,41 @@ def test_eval_scores_every_pause(with_model: Path, short_call: Path) -> None:
     r = run_cli("eval", str(short_call), "--json")
     assert r.code == 0, r.err
     data = json.loads(r.out)
-    assert data["version"] == 1 and data["settings"]["stop"] == "smart-turn"
+    assert data["version"] == 2 and data["settings"]["stop"] == "smart-turn"
+    assert data["settings"]["words"] == "plain" and data["settings"]["bot_delay"] == 0.6
     run = data["runs"][0]
     assert run["totals"] == {
         "turn_ends": 1, "found": 1, "missed": 0, "pauses": 1, "cut_offs": 0, "recovered_cut_offs": 0,
-        "found_rate": 1.0, "cut_off_rate": 0.0, "latency_p50": 0.3, "latency_p90": 0.3,
+        "audible_cut_offs": 0, "found_rate": 1.0, "cut_off_rate": 0.0, "audible_rate": 0.0,
+        "latency_p50": 0.3, "latency_p90": 0.3,
     }
     pauses = run["recordings"][0]["pauses"]
     assert [p["outcome"] for p in pauses] == ["held", "found"]
     assert pauses[0]["answered_at"] is None and pauses[1]["latency"] == pytest.approx(0.3, abs=0.002)
-    assert pauses[1]["cause"] in ("model", "words") and "words complete" in pauses[1]["reason"]
+    assert pauses[1]["cause"] in ("model", "words") and "answered when the words were in" in pauses[1]["reason"]
+    assert set(pauses[0]) == {"index", "text", "end", "should_answer", "answered_at", "latency", "outcome",
+                              "cause", "reason", "recovered", "audible", "resumed_at"}
+
+
+@pytest.mark.parametrize("words", ["plain", "stop-each", "as-written"])
+def test_every_word_mode_replays_the_transcript(with_model: Path, short_call: Path, words: str) -> None:
+    r = run_cli("eval", str(short_call), "--words", words, "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["settings"]["words"] == words and data["settings"]["no_punctuation"] == (words == "plain")
+    assert data["runs"][0]["totals"]["turn_ends"] == 1
+
+
+def test_the_word_modes() -> None:
+    from rxvoice.cli.eval import stt_words
+
+    t = Transcript((Segment("Hello, I'd like a table for", 0.0, 1.0, False), Segment("two, please!", 1.5, 2.0),))
+    assert [s.text for s in stt_words(t, "plain").segments] == ["hello i'd like a table for", "two please"]
+    assert [s.text for s in stt_words(t, "stop-each").segments] == ["Hello i'd like a table for.", "Two please."]
+    assert stt_words(t, "as-written") is t
+    assert [s.turn_end for s in stt_words(t).segments] == [False, True]
+    with pytest.raises(Exception, match="--words"):
+        stt_words(t, "shouting")
 
 
 def test_a_speech_timeout_cuts_the_pause_off(without_model: Path, short_call: Path) -> None:
@@ -75,7 +100,7 @@ def test_a_speech_timeout_cuts_the_pause_off(without_model: Path, short_call: Pa
     r = run_cli("eval", str(short_call), "--stop", "speech-timeout", "--detail")
     assert r.code == 0, r.err
     assert "cut-offs 1/1 (100%)" in r.out
-    assert " 1 pause cut-off " in r.out
+    assert " 1 pause recovered " in r.out
 
 
 def test_labels_csv_single_utterances(with_model: Path, labels_folder: Path) -> None:
@@ -91,12 +116,12 @@ def test_labels_csv_single_utterances(with_model: Path, labels_folder: Path) -> 
 def test_a_sweep_gives_one_run_per_value_and_a_readable_plot(with_model: Path, short_call: Path,
                                                               tmp_path: Path) -> None:
     out = tmp_path / "tradeoff.png"
-    r = run_cli("eval", str(short_call), "--no-punctuation", "--sweep", "unsure_timeout=0.4,1.0",
+    r = run_cli("eval", str(short_call), "--no-punctuation", "--sweep", "patience=0.5,2",
                 "--set", "stop_secs=0.2", "--plot", str(out), "--json")
     assert r.code == 0, r.err
     runs = json.loads(r.out)["runs"]
-    assert [run["params"] for run in runs] == [{"stop_secs": 0.2, "unsure_timeout": 0.4},
-                                               {"stop_secs": 0.2, "unsure_timeout": 1.0}]
+    assert [run["params"] for run in runs] == [{"stop_secs": 0.2, "patience": 0.5},
+                                               {"stop_secs": 0.2, "patience": 2.0}]
     assert all(run["vad_stop_secs"] == 0.2 for run in runs)
     data = out.read_bytes()
     assert data[:8] == PNG_SIGNATURE and len(data) > 20_000
@@ -109,10 +134,14 @@ def test_the_text_report_has_the_totals(with_model: Path, short_call: Path) -> N
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--sweep", "unsure_timeout"], "give NAME=a,b,c"),
-    (["--sweep", "unsure_timeout=a,b"], "must be numbers"),
+    (["--sweep", "patience"], "give NAME=a,b,c"),
+    (["--sweep", "patience=a,b"], "must be numbers"),
     (["--set", "bogus=1"], "has no parameter 'bogus'"),
-    (["--set", "unsure_timeout=-1"], "unsure_timeout"),
+    (["--set", "patience=-1"], "patience"),
+    (["--sweep", "patience=0.5,20"], "patience"),
+    (["--words", "shouting"], "invalid choice"),
+    (["--no-punctuation", "--words", "as-written"], "contradicts"),
+    (["--bot-delay", "-1"], "outside 0..60"),
     (["--plot", "out.jpg"], "give a .png file name"),
     (["--jobs", "0"], "argument --jobs: 0 is not 1 or more"),
 ])
@@ -130,35 +159,53 @@ def test_recordings_without_labels_are_refused(with_model: Path, tmp_path: Path,
     assert r.code == 1 and "no such file or folder" in r.err
 
 
-def _analysis(ends: list[tuple[float, str]], recovered: list[float] = ()) -> Analysis:  # type: ignore[assignment]
-    from rxvoice.cli.analysis import Recovered
-
+def _analysis(ends: list[tuple[float, str]]) -> Analysis:
     rec = Recording(Path("x.wav"), np.zeros(16000, dtype=np.int16), 16000, 1, "16-bit PCM", ())
     turns = [Turn(i, 0.0, t, "X", cause, "", None, None, "") for i, (t, cause) in enumerate(ends, 1)]
-    return Analysis(rec, Setup(stop="speech-timeout"), None, [*turns, *(Recovered(t) for t in recovered)])
+    return Analysis(rec, Setup(stop="speech-timeout"), None, list(turns))
 
 
 def test_judge_classifies_each_pause() -> None:
-    """found / missed / cut-off (in a pause or inside speech) / held, and recovered cut-offs."""
+    """found / missed / cut-off (in a pause or inside speech) / held; a cut-off is recovered when the caller
+    resumed before the bot's first audio (the answer + bot delay) or was still speaking, else audible."""
     transcript = Transcript((
         Segment("I want to", 0.0, 1.0, False), Segment("book a table.", 1.6, 3.0, True),
         Segment("For two.", 5.0, 6.0, True), Segment("Thanks.", 8.0, 9.0, True),
     ))
     item = Item(Path("x.wav"), transcript)
-    pauses = judge(item, _analysis([(1.3, "silence"), (3.3, "model"), (8.5, "silence")], recovered=[1.5]))
+    pauses = judge(item, _analysis([(1.3, "silence"), (3.3, "model"), (8.5, "silence")]))
     assert [p.outcome for p in pauses] == ["cut-off", "found", "missed", "cut-off"]
-    assert pauses[0].recovered and not pauses[3].recovered
+    assert pauses[0].recovered and pauses[0].resumed_at == 1.6  # resumed 0.3 s after the answer
+    assert pauses[3].recovered  # inside the speech: the caller is talking when the bot would start
     assert pauses[1].latency == pytest.approx(0.3)
     t = totals(pauses)
-    assert (t.turn_ends, t.found, t.missed, t.pauses, t.cut_offs, t.recovered) == (3, 1, 1, 1, 2, 1)
+    assert (t.turn_ends, t.found, t.missed, t.pauses, t.cut_offs, t.recovered, t.audible) == (3, 1, 1, 1, 2, 2, 0)
     # a recording's end closing a turn is no answer
     assert judge(item, _analysis([(9.5, "end")]))[3].outcome == "missed"
+
+
+def test_a_cut_off_the_caller_resumes_from_after_the_bot_started_is_audible() -> None:
+    item = Item(Path("x.wav"), Transcript((Segment("I want to", 0.0, 1.0, False), Segment("go.", 2.5, 3.0))))
+    early = judge(item, _analysis([(1.3, "unsure"), (3.3, "model")]))
+    assert early[0].outcome == "cut-off" and early[0].audible and not early[0].recovered
+    assert totals(early).as_json()["audible_cut_offs"] == 1 and totals(early).audible_rate == 1.0
+    assert judge(item, _analysis([(1.3, "unsure")]), bot_delay=1.5)[0].recovered  # a slower bot: never heard
+    assert judge(item, _analysis([(2.0, "unsure")]))[0].recovered  # resumed 0.5 s after: before the audio
+
+
+def test_an_answer_before_a_vad_can_hear_the_next_segment_belongs_to_the_pause() -> None:
+    item = Item(Path("x.wav"), Transcript((Segment("I want to", 0.0, 1.0, False), Segment("go.", 2.0, 3.0),
+                                           Segment("Bye.", 4.0, 4.5))))
+    pauses = judge(item, _analysis([(2.1, "unsure"), (4.1, "model")]))
+    assert [p.outcome for p in pauses] == ["cut-off", "missed", "missed"]  # 4.1: after "Bye." began: late
+    assert pauses[0].recovered and pauses[1].answered_at == 4.1
 
 
 def test_a_single_incomplete_utterance_is_cut_off_only_before_the_speaker_would_go_on() -> None:
     item = Item(Path("x.wav"), Transcript((Segment("I want to", 0.3, 1.0, False),)), resume_after=1.0)
     assert judge(item, _analysis([(1.9, "unsure")]))[0].outcome == "cut-off"
-    assert judge(item, _analysis([(2.1, "unfinished")]))[0].outcome == "held"
+    assert judge(item, _analysis([(2.1, "unsure")]))[0].outcome == "cut-off"  # before a VAD could hear it
+    assert judge(item, _analysis([(2.3, "unfinished")]))[0].outcome == "held"
 
 
 def test_the_turn_shows_the_reason_its_strategy_reported() -> None:

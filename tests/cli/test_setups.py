@@ -53,8 +53,8 @@ def test_the_built_in_setups(smart_turn_model: Path) -> None:
 def test_unknown_names_and_parameters_are_refused() -> None:
     with pytest.raises(CLIError, match=r"no such setup .*smart-turn, speech-timeout, smart-turn-only"):
         Setup(stop="sometimes")
-    with pytest.raises(CLIError, match="--stop speech-timeout has no parameter 'unsure_timeout'"):
-        Setup(stop="speech-timeout", overrides=(("unsure_timeout", 1.0),))
+    with pytest.raises(CLIError, match="--stop speech-timeout has no parameter 'patience'"):
+        Setup(stop="speech-timeout", overrides=(("patience", 1.0),))
     with pytest.raises(CLIError, match="needs the Smart Turn model"):
         stop_strategy(Setup(stop="smart-turn-only"))
     with pytest.raises(ValueError, match="registered already"):

@@ -20,14 +20,16 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def test_booking_with_smart_turn_finds_every_labeled_end(with_model: Path, booking_wav: Path) -> None:
-    """The transcript beside the WAV is used: three turns, each 0.30 s after speech, model and words agreeing."""
+    """The transcript beside the WAV, replayed as plain words: three turns, no cut-off; the two whose words
+    and audio agree are answered 0.30 s after speech (when the words are in)."""
     r = run_cli("turns", str(booking_wav))
     assert r.code == 0, r.err
     assert "transcript booking.transcript.json" in r.out
     assert "8 stretches of speech, 3 user turns" in r.out
-    assert r.out.count("decided by FusedTurnStop: Smart Turn: complete") == 3
-    assert r.out.count("0.30 s after speech ended") == 3
-    assert '"Hi, I would like to book a flight to Boston, next Friday."' in r.out
+    assert r.out.count("answered when the words were in") == 2
+    assert r.out.count("0.30 s after speech ended") == 2
+    assert "3 found, 0 premature cut-offs, 0 missed" in r.out
+    assert '"hi i would like to book a flight to boston next friday"' in r.out
     assert "Smart Turn verdicts (8): 3.03 s incomplete 0.07, 4.93 s incomplete 0.06, 5.69 s complete 0.93" in r.out
     assert "3 labeled turn ends: 3 found, 0 premature cut-offs, 0 missed; latency median 0.30 s" in r.out
 
@@ -61,8 +63,8 @@ def test_explicit_transcript_and_a_slow_stt(without_model: Path, booking_wav: Pa
 def test_without_a_transcript_placeholders_stand_in_for_the_stt(with_model: Path, booking_wav: Path) -> None:
     """--no-transcript: "<speech N>" finals (short pauses joined) carry no words to judge.
 
-    The recommended stop then has Smart Turn alone, with its bounded fallback: complete verdicts end turns
-    0.3 s after speech (the placeholder's arrival); where the model says incomplete, 0.8 s of silence does.
+    The words then weigh nothing and the recommended stop has the audio and the silence: on these pauses the
+    calibrated wait runs to its bound (1.3 s of silence), and the first pause (1.1 s) is cut and reopened.
     """
     r = run_cli("turns", str(booking_wav), "--no-transcript", "--stt", "none", "--json")
     assert r.code == 0, r.err
@@ -71,14 +73,11 @@ def test_without_a_transcript_placeholders_stand_in_for_the_stt(with_model: Path
     # Where the next speech began within the recovery window of an end, it reopened that turn (no answer heard):
     # the reopened turn says so, and its words repeat those of the turn it reopened.
     assert [t["text"] for t in rec["turns"]] == [
-        "<speech 1>", "<speech 1> <speech 2>", "<speech 3>", "<speech 3> <speech 4>", "<speech 5>",
-        "<speech 5> <speech 6>",
+        "<speech 1>", "<speech 1> <speech 2>", "<speech 3> <speech 4>", "<speech 5> <speech 6>",
     ]
-    assert [t["recovered_from"] for t in rec["turns"]] == [None, 1, None, 3, None, 5]
-    assert [t["reopened"] for t in rec["turns"]] == [False, True, False, True, False, True]
-    assert [t["cause"] for t in rec["turns"]] == ["unsure", "model", "unsure", "model", "model", "model"]
-    # Latency counts from the VAD stop minus its stop_secs.
-    assert [t["latency"] for t in rec["turns"]] == pytest.approx([0.8, 0.3, 0.8, 0.3, 0.3, 0.3], abs=0.001)
+    assert [t["recovered_from"] for t in rec["turns"]] == [None, 1, None, None]
+    assert [t["reopened"] for t in rec["turns"]] == [False, True, False, False]
+    assert [t["cause"] for t in rec["turns"]] == ["unsure"] * 4
     assert all(t["premature"] is None for t in rec["turns"])
 
 
@@ -152,7 +151,7 @@ def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None
     assert data["settings"]["stop"] == "smart-turn" and data["settings"]["vad_stop_secs"] == 0.16
     rec = data["recordings"][0]
     assert set(data) == {"version", "settings", "summary", "recordings"}
-    assert data["summary"] == {"recordings": 1, "failed": 0, "latency_median": 0.3, "latency_max": 0.3,
+    assert data["summary"] == {"recordings": 1, "failed": 0, "latency_median": 0.3, "latency_max": 1.356,
                                "transcripts": 1, "turn_ends": 3, "found": 3, "premature": 0, "missed": 0,
                                "labels": None}
     assert set(rec) == {"file", "error", "transcript", "words_from", "duration", "source_rate", "source_channels",
@@ -163,7 +162,7 @@ def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None
     assert rec["level"]["peak_dbfs"] < 0 and rec["level"]["vad_max_confidence"] > 0.9
     assert rec["error"] is None and rec["duration"] == 18.304 and rec["conversions"] == []
     assert len(rec["speech"]) == 8 and all(s["start"] < s["end"] for s in rec["speech"])
-    assert [w["text"] for w in rec["words"]][:2] == ["Hi, I would like to book a flight to", "Boston, next Friday."]
+    assert [w["text"] for w in rec["words"]][:2] == ["hi i would like to book a flight to", "boston next friday"]
     assert len(rec["verdicts"]) == 8
     assert all(isinstance(v["complete"], bool) and 0 <= v["probability"] <= 1 for v in rec["verdicts"])
     turn = rec["turns"][0]
@@ -174,7 +173,7 @@ def test_json_schema(booking_json_and_plot: tuple[dict[str, Any], Path]) -> None
     assert turn["ended"] == pytest.approx(5.696) and turn["speech_end"] == 5.396
     assert turn["probability"] == pytest.approx(0.9308, abs=1e-3)
     assert rec["labels"] == {"turn_ends": 3, "found": 3, "premature": 0, "missed": 0, "missed_at": [],
-                             "latency_median": 0.3, "latency_max": 0.3}
+                             "latency_median": 0.3, "latency_max": 1.356}
 
 
 def test_a_folder_gives_a_table_with_a_progress_bar(with_model: Path, turns_folder: Path) -> None:
@@ -184,7 +183,7 @@ def test_a_folder_gives_a_table_with_a_progress_bar(with_model: Path, turns_fold
     rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith(("complete", "incomplete"))}
     assert len(rows) == 3
     # No transcript: Whisper's words, "so what i was thinking is that", an open "is that": waited out.
-    assert rows["incomplete__en-us__so_what_i_was_thinking_is_that.wav"].endswith("unfinished")
+    assert rows["incomplete__en-us__so_what_i_was_thinking_is_that.wav"].endswith(("unfinished", "unsure"))
     assert rows["complete__en-us__please_send_the_invoice_to_my_email_addr.wav"].endswith("model 0.99")
     assert "3 recordings; latency after speech" in r.out
     assert "3/3" in r.err and "done" in r.err
@@ -243,8 +242,7 @@ def test_reopened_turns_are_shown_as_such_in_the_text(with_model: Path, booking_
     """A false end undone: the reopened turn names the turn it continues, and the count says how many there are."""
     r = run_cli("turns", str(booking_wav), "--no-transcript", "--stt", "none")
     assert r.code == 0, r.err
-    assert "6 user turns (3 reopened the turn before it after a false end: 3 turns in the conversation)" in r.out
-    for earlier in (1, 3, 5):
-        assert r.out.count(f"reopens turn {earlier}: the user went on before the bot spoke") == 1
+    assert "4 user turns (1 reopened the turn before it after a false end: 3 turns in the conversation)" in r.out
+    assert r.out.count("reopens turn 1: the user went on before the bot spoke") == 1
     block = r.out.split("turn 2 ")[1]
     assert block.index("reopens turn 1") < block.index('"<speech 1> <speech 2>"')

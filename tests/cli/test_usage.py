@@ -64,8 +64,7 @@ def test_setup_parameters_are_usage_errors(with_model: Path, booking_wav: Path, 
     """--set with a parameter the setup lacks, or a value it refuses: exit 2, before the recordings are read."""
     assert "has no parameter 'bogus'" in one_line_error(run_cli("eval", str(booking_wav), "--set", "bogus=1"),
                                                         code=2)
-    assert "unsure_timeout" in one_line_error(run_cli("eval", str(booking_wav), "--set", "unsure_timeout=-1"),
-                                              code=2)
+    assert "patience" in one_line_error(run_cli("eval", str(booking_wav), "--set", "patience=-1"), code=2)
 
 
 def _without(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:

@@ -23,9 +23,9 @@ import reactivex
 from rxvoice import frames as F
 from rxvoice import pipeline
 from rxvoice.aggregators import Pair
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.pipeline.stage import Stage
 from rxvoice.testing import FrameMarbles, Recording, ScriptedLLM, Transcript, load_transcript, replay_transcript
-from rxvoice.turns import SchedulerOffload
 from tests.support import booking_paths
 
 CHUNK_SAMPLES = 320  # 20 ms at 16 kHz

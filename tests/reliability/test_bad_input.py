@@ -45,13 +45,14 @@ from rxvoice.errors import (
     SummarizationError,
 )
 from rxvoice.events import EventRegistry
+from rxvoice.pipeline import SchedulerOffload, inline_offload
 from rxvoice.services.openai import OpenAILLM
 from rxvoice.services.stt import OpenAITranscriptionSTT
 from rxvoice.services.tts import OpenAISpeechTTS
 from rxvoice.summarization import AutoSummarizationConfig, SummaryConfig
 from rxvoice.testing import FrameMarbles, MarbleError, Recording, ScriptedLLM, load_transcript, replay_transcript
 from rxvoice.text import PatternPairAggregator
-from rxvoice.turns import ExternalStop, MinWordsStart, SchedulerOffload, SpeechTimeoutStop, TurnsConfig, inline_offload
+from rxvoice.turns import ExternalStop, MinWordsStart, SpeechTimeoutStop, TurnsConfig
 from tests.services._speech_server import SpeechServer, empty_body, mp3, sign_in_page, wav_without_samples
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"

@@ -26,9 +26,10 @@ from rxvoice import LLMContext, pipeline
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair
 from rxvoice.audio.turn.stream import SmartTurnStream
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.summarization import AutoSummarizationConfig, SummaryConfig
 from rxvoice.testing import FrameMarbles, Reply, ScriptedLLM, ToolCall
-from rxvoice.turns import SchedulerOffload, TurnAnalyzerStop, TurnsConfig
+from rxvoice.turns import TurnAnalyzerStop, TurnsConfig
 from tests.turns.helpers import FakeAnalyzer
 
 from .conftest import Crashes

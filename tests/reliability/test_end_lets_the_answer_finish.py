@@ -16,10 +16,10 @@ from rxvoice import LLMContext, pipeline
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair
 from rxvoice.errors import ServiceError
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.services.stt import STTService
 from rxvoice.services.tts import Speech, TTSService, word_times
 from rxvoice.testing import COMPLETED, FrameMarbles, Recording, ScriptedLLM
-from rxvoice.turns import SchedulerOffload
 
 
 def conversation(pair: Pair) -> list[tuple[str, str]]:

@@ -23,11 +23,11 @@ from rxvoice.aggregators import Pair
 from rxvoice.audio.vad import SileroModel
 from rxvoice.audio.vad_processor import VADBatcher, VADProcessor
 from rxvoice.errors import InvalidFrameError, InvalidToolCallError, ModelError, RxVoiceError, ServiceError
-from rxvoice.pipeline import DOWN, UP, Direction, Port, Processor, lift, loop_scheduler
+from rxvoice.pipeline import DOWN, UP, Direction, Port, Processor, SchedulerOffload, lift, loop_scheduler
 from rxvoice.services import LoopbackChatServer, StreamReply, text_chunks
 from rxvoice.services.openai import OpenAILLM
 from rxvoice.testing import FrameMarbles, Recording, Reply, ScriptedLLM, run_virtual
-from rxvoice.turns import SchedulerOffload, TurnAnalyzerStop, TurnsConfig
+from rxvoice.turns import TurnAnalyzerStop, TurnsConfig
 from tests.services._harness import Harness, SteppedClock
 from tests.turns.helpers import FakeAnalyzer
 

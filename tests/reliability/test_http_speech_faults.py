@@ -23,10 +23,10 @@ from rxvoice.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from rxvoice.pipeline import inline_offload
 from rxvoice.services.stt import OpenAITranscriptionSTT
 from rxvoice.services.tts import OpenAISpeechTTS
 from rxvoice.testing import FrameMarbles
-from rxvoice.turns import inline_offload
 from tests.services._speech_server import SpeechServer, drip
 
 TIMEOUT = 1.0

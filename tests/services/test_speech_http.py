@@ -28,11 +28,10 @@ from rxvoice.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from rxvoice.pipeline import arun
+from rxvoice.pipeline import arun, inline_offload
 from rxvoice.services.stt import OpenAITranscriptionSTT
 from rxvoice.services.tts import OpenAISpeechTTS
 from rxvoice.testing import FrameMarbles, ScriptedLLM
-from rxvoice.turns import inline_offload
 
 from ._speech_server import SpeechServer, empty_body, mp3, sign_in_page, wav_without_samples
 

@@ -27,9 +27,9 @@ from rxvoice.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from rxvoice.pipeline import SchedulerOffload, inline_offload
 from rxvoice.services.stt import PocketSphinxSTT, STTService, Utterance, word_error_rate
 from rxvoice.testing import COMPLETED, FrameMarbles, ScriptedLLM, load_transcript
-from rxvoice.turns import SchedulerOffload, inline_offload
 
 CHUNK = b"\x01\x00" * 320  # 20 ms at 16 kHz
 

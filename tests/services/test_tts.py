@@ -27,10 +27,10 @@ from rxvoice.frames import (
     TTSStoppedFrame,
     TTSTextFrame,
 )
+from rxvoice.pipeline import SchedulerOffload, inline_offload
 from rxvoice.services.stt import wav_bytes
 from rxvoice.services.tts import EspeakTTS, PacedTextTTS, Speech, TTSService, read_wav_pcm, word_times
 from rxvoice.testing import COMPLETED, FrameMarbles, ScriptedLLM, tokens
-from rxvoice.turns import SchedulerOffload, inline_offload
 from tests.support import require_program
 
 RESPONSE = [

@@ -29,7 +29,7 @@ from rxvoice.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from rxvoice.pipeline import pipeline
+from rxvoice.pipeline import inline_offload, pipeline
 from rxvoice.services import stt as stt_module
 from rxvoice.services.spoken import spoken_words
 from rxvoice.services.stt import Utterance, word_error_rate
@@ -42,7 +42,6 @@ from rxvoice.services.whisper_model import (
     install_whisper_model,
 )
 from rxvoice.testing import FrameMarbles, load_transcript
-from rxvoice.turns import inline_offload
 from tests.support import booking_paths, turns_dir, whisper_model_path
 
 RATE = 16000

@@ -8,13 +8,13 @@ import pytest
 
 from rxvoice.aggregators import Pair, UserTurnProcessor, VADConfig
 from rxvoice.errors import ConfigurationError
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.turns import (
     AlwaysUserMute,
     EmptyUserTurnConfig,
     ExternalStart,
     ExternalStop,
     ExternalStrategies,
-    SchedulerOffload,
     SpeechTimeoutStop,
     TranscriptionStart,
     TurnsConfig,

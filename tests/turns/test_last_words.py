@@ -15,10 +15,10 @@ import pytest
 
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.turns import (
     ExternalStrategies,
     FusedTurnStop,
-    SchedulerOffload,
     SpeechTimeoutStop,
     TurnAnalyzerStop,
     TurnsConfig,

@@ -16,13 +16,13 @@ import pytest
 
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.testing import Recording
 from rxvoice.turns import (
     AlwaysUserMute,
     ExternalStrategies,
     FunctionCallUserMute,
     MinWordsStart,
-    SchedulerOffload,
     SpeechTimeoutStop,
     TurnAnalyzerStop,
     TurnsConfig,

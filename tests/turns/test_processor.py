@@ -7,6 +7,7 @@ from typing import Any
 from rxvoice import frames as F
 from rxvoice import pipeline
 from rxvoice.aggregators import Pair, UserTurnProcessor, UserTurnStopped
+from rxvoice.pipeline import inline_offload
 from rxvoice.testing import Recording, ScriptedLLM
 from rxvoice.turns import (
     AlwaysUserMute,
@@ -14,7 +15,6 @@ from rxvoice.turns import (
     SpeechTimeoutStop,
     TurnAnalyzerStop,
     TurnsConfig,
-    inline_offload,
 )
 
 from .helpers import FakeAnalyzer, event_times, marbles, times, users

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair
+from rxvoice.pipeline import SchedulerOffload
 from rxvoice.testing import FrameMarbles
-from rxvoice.turns import AlwaysUserMute, SchedulerOffload, TurnAnalyzerStop, TurnsConfig
+from rxvoice.turns import AlwaysUserMute, TurnAnalyzerStop, TurnsConfig
 
 from .helpers import FakeAnalyzer
 

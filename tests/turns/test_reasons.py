@@ -22,6 +22,7 @@ from rxvoice.turns import (
     TurnsConfig,
     VADStart,
 )
+from rxvoice.turns.ending import WordsEnd
 from rxvoice.turns.reports import UserTurnStopped
 from rxvoice.turns.strategy import Finalize, stopped
 
@@ -100,30 +101,33 @@ def test_the_model_strategy_fallback_and_words_without_vad() -> None:
     assert [(r.kind, r.silence) for r in b.reasons] == [("no-vad", 0.5)]
 
 
+class _Words:
+    def __init__(self, probability: float, weight: float = 1.0) -> None:
+        self.verdict = WordsEnd(probability, weight, f"words end p={probability:.2f}")
+
+    def judge(self, text: str, confidence: float | None = None) -> WordsEnd:
+        return self.verdict
+
+
 @pytest.mark.parametrize(
-    ("model", "words", "kind", "text", "silence"),
+    ("model", "words", "text", "kind", "judged"),
     [
-        ((True, 0.93), "What time is it?", "model",
-         "the end-of-turn model: complete (p=0.93), words complete: a question, then waited for the words", 0.0),
-        ((False, 0.04), "Yes, that's right.", "words",
-         "words complete: a closing word (\"that's right\"); the end-of-turn model incomplete (p=0.04); "
-         "0.2 s of silence, "
-         "then waited for the words", 0.2),
-        ((False, 0.1), "the fourteenth of march", "unsure",
-         "words unsure: no rule decides; the end-of-turn model incomplete (p=0.10); 0.8 s of silence", 0.8),
-        ((True, 0.98), "preferably in the", "unfinished",
-         "words incomplete: ends with 'the'; waited 2 s of silence", 2.0),
-        ((True, 0.9), "my order number is four five", "sequence",
-         "words incomplete: a number being read; waited 1.2 s of silence", 1.2),
+        ((True, 0.95), 0.97, "What time is it?", "model", "complete"),
+        ((False, 0.04), 0.99, "Yes, that's right.", "words", "complete"),
+        ((False, 0.3), 0.45, "the fourteenth of march", "unsure", "incomplete"),
+        ((True, 0.98), 0.02, "preferably in the", "unfinished", "incomplete"),
+        ((True, 0.9), 0.4, "my order number is four five", "sequence", "incomplete"),
     ],
 )
-def test_the_fused_stop_says_which_rule_answered(model: tuple[bool, float], words: str, kind: str, text: str,
-                                                 silence: float) -> None:
-    """Each row of the decision table gives its kind, the verdicts and the silence that row asks for."""
-    r = one_pause(FusedTurnStop(FakeAnalyzer(default=model), finished_timeout=0.2), words)
-    assert (r.kind, r.text, r.silence) == (kind, text, pytest.approx(silence))
-    assert r.probability == model[1]
-    assert r.words == {"model": "complete", "words": "complete", "unsure": "unsure"}.get(kind, "incomplete")
+def test_the_fused_stop_says_what_decided(model: tuple[bool, float], words: float, text: str, kind: str,
+                                          judged: str) -> None:
+    """The kind names what carried the answer; the text gives the audio's and the words' figures and the
+    calibrated odds; the silence is the one the wait asked for."""
+    s = FusedTurnStop(FakeAnalyzer(default=model), words_end=_Words(words))
+    r = one_pause(s, text)
+    assert (r.kind, r.words, r.probability) == (kind, judged, model[1])
+    assert f"p={model[1]:.2f}" in r.text and f"words end p={words:.2f}" in r.text and "end odds" in r.text
+    assert r.silence == pytest.approx(s.needed_silence(s.evidence(text, model[1])))
 
 
 def test_the_fused_stop_without_words_or_a_model() -> None:
@@ -132,9 +136,9 @@ def test_the_fused_stop_without_words_or_a_model() -> None:
     b.turn_started()
     b.at(0.0, VS).at(0.5, T("earlier words")).at(0.6, F.VADUserStartedSpeakingFrame(0.2)).at(1.2, VE).at(6.0)
     assert [(r.kind, r.words) for r in b.reasons] == [("unsure", None)]
-    assert b.reasons[0].text.startswith("no words for the last speech; the end-of-turn model incomplete (p=0.20)")
-    r = one_pause(FusedTurnStop(None, unsure_timeout=0.8), "the fourteenth of march")
-    assert r.text == "words unsure: no rule decides; 0.8 s of silence" and r.probability is None
+    assert "no words to judge" in b.reasons[0].text and "p=0.20" in b.reasons[0].text
+    r = one_pause(FusedTurnStop(None, words_end=_Words(0.4)), "the fourteenth of march")
+    assert r.text.startswith("no audio model, words end p=0.40") and r.probability is None
 
 
 def test_external_stops() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rxvoice import frames as F
 from rxvoice import pipeline
 from rxvoice.aggregators import Pair, UserTurnMessageAdded
+from rxvoice.pipeline import inline_offload
 from rxvoice.testing import ScriptedLLM
 from rxvoice.turns import (
     AlwaysUserMute,
@@ -19,7 +20,6 @@ from rxvoice.turns import (
     TurnAnalyzerStop,
     TurnsConfig,
     VADStart,
-    inline_offload,
 )
 
 from .helpers import FakeAnalyzer, event_times, marbles, run, times, users

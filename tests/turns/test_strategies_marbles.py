@@ -6,19 +6,18 @@ from typing import Any
 
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair, UserTurnStopped
+from rxvoice.pipeline import SchedulerOffload, inline_offload
 from rxvoice.turns import (
     Deferred,
     ExternalCompletionStop,
     ExternalStart,
     ExternalStrategies,
     MinWordsStart,
-    SchedulerOffload,
     SpeechTimeoutStop,
     TranscriptionStart,
     TurnAnalyzerStop,
     TurnsConfig,
     VADStart,
-    inline_offload,
 )
 
 from .helpers import FakeAnalyzer, contents, event_times, marbles, run, times, users

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rxvoice import frames as F
 from rxvoice.aggregators import Pair, VADConfig
-from rxvoice.turns import AlwaysUserMute, TurnAnalyzerStop, TurnsConfig, inline_offload
+from rxvoice.pipeline import inline_offload
+from rxvoice.turns import AlwaysUserMute, TurnAnalyzerStop, TurnsConfig
 
 from .helpers import FakeAnalyzer, FakeVAD, audio, merge, run, times, users
 

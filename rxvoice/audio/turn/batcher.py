@@ -40,7 +40,7 @@ from typing import Any
 
 from ..._seconds import check_seconds
 from ...errors import ConfigurationError, ModelError
-from ...workers import shared_pool
+from ...pipeline.offload import shared_pool
 from ..pcm import AudioInput
 from .params import SmartTurnParams
 from .smart_turn import SmartTurnAnalyzer

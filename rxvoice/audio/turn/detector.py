@@ -24,7 +24,7 @@ the transcript before it answers.
 
 The model runs through ``offload`` (default: rxvoice's shared worker pool;
 a :class:`~rxvoice.audio.turn.SmartTurnBatcher` to batch many sessions, a
-:class:`~rxvoice.turns.SchedulerOffload` in virtual-time tests), and its
+:class:`~rxvoice.pipeline.SchedulerOffload` in virtual-time tests), and its
 answer re-enters the session through its gate, so the stream never blocks.
 """
 
@@ -34,7 +34,6 @@ from typing import Any
 
 from reactivex import abc
 
-from ...aggregators.shell import TurnShell
 from ...errors import ConfigurationError
 from ...events import NO_PAYLOAD, EventRegistry
 from ...frames import (
@@ -50,10 +49,11 @@ from ...frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from ...pipeline.offload import Offload
 from ...pipeline.processor import EventfulProcessor, FrameHandler, Port
+from ...pipeline.shell import TurnShell
 from ...turns import TurnAnalyzerStop, TurnsConfig, VADStart
 from ...turns.machine import TurnMachine
-from ...turns.offload import Offload
 from ...turns.reports import EVENT_USER_TURN_STARTED, EVENT_USER_TURN_STOPPED
 from ..vad_processor import VADProcessor
 from .smart_turn import SmartTurnAnalyzer

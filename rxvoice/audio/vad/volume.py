@@ -16,15 +16,12 @@ starting a turn. The measurement follows Pipecat 1.14 (which uses the
 * mapped linearly from [−110, −10] LUFS to [0, 1] and clamped, so
   ``min_volume=0.6`` means about −50 LUFS and anything gated reads 0.
 
-Recomputing a 6400-sample IIR filter for every 32 ms window would cost more
-than the VAD model itself, so :class:`VolumeMeter` filters each sample once,
-continuously, and recovers the "from rest" filtering of the current block
-exactly by subtracting the filter's zero-input response to its state at the
-block's start (a linear function of the 4 inputs and 4 outputs before it).
-The numbers are those of a from-scratch computation (to rounding) at a small
-fraction of the cost. The IIR itself runs as block state-space matrix
-products (numpy has no recursive filter), exact to rounding, and
-:meth:`VolumeMeter.add_many` runs many meters fed in lockstep as one array.
+:class:`VolumeMeter` filters each sample once, continuously (a 6400-sample
+IIR per 32 ms window would cost more than the VAD model), and recovers the
+block's "from rest" filtering exactly by subtracting the zero-input response
+to its state at the block's start; the IIR runs as block state-space matrix
+products (numpy has no recursive filter), exact to rounding;
+:meth:`VolumeMeter.add_many` runs many meters in lockstep as one array.
 """
 
 from __future__ import annotations
@@ -37,12 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "ABSOLUTE_GATE_LUFS",
-    "SMOOTHING_FACTOR",
-    "VolumeMeter",
-    "block_loudness",
-    "k_weighting",
-    "loudness_to_volume",
+    "ABSOLUTE_GATE_LUFS", "SMOOTHING_FACTOR", "VolumeMeter", "block_loudness", "k_weighting", "loudness_to_volume",
     "volume_window_samples",
 ]
 

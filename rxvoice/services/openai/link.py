@@ -7,6 +7,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 import httpx
+from reactivex import abc
 
 from ...context import ContextSnapshot
 from ...pipeline.processor import Port
@@ -72,3 +73,12 @@ class Link(Protocol):
 
     def http(self) -> httpx.AsyncClient:
         """The HTTP client of the session."""
+
+    def later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
+        """Run ``fn()`` in the session after ``seconds`` of its scheduler's time (the shell's timers)."""
+
+    def failed(self, error: BaseException, what: str, *, upstream: bool = True, wrap: bool = True) -> BaseException:
+        """Report work that failed, once (the shell's failure rule); returns the typed error."""
+
+    def event(self, name: str, payload: Any) -> None:
+        """Raise the stage's event ``name`` for this session."""

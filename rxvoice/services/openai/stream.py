@@ -120,14 +120,32 @@ class Answers:
             (finished, failed, superseded or cancelled), so what waited
             behind it can go on.
         calls: Called with the tool calls a finished answer asked for.
+        push: Where the answer's frames go (default: downstream); a held
+            speculative answer pushes into its hold.
+        failed: Called with the error of a request that failed (default:
+            reported as the stage's error).
     """
 
     def __init__(self, link: Link, settled: Callable[[], None],
-                 calls: Callable[[list[ToolCallRequest]], None]) -> None:
+                 calls: Callable[[list[ToolCallRequest]], None], *,
+                 push: Callable[[Frame], None] | None = None,
+                 failed: Callable[[ServiceError], None] | None = None) -> None:
         self.link = link
         self.current: Stream | None = None
         self._settled = settled
         self._calls = calls
+        self._push = push
+        self._on_failed = failed
+
+    def go_live(self, settled: Callable[[], None], calls: Callable[[list[ToolCallRequest]], None]) -> None:
+        """A held answer was released: from now on it goes downstream, and its tool calls run."""
+        self._settled = settled
+        self._calls = calls
+        self._push = None
+        self._on_failed = None
+
+    def _out(self) -> Callable[[Frame], None]:
+        return self._push if self._push is not None else self.link.port.push_down
 
     @property
     def busy(self) -> bool:
@@ -147,7 +165,7 @@ class Answers:
         stream = self.current = Stream(port.time())
         timeout = link.llm.timeout
         if timeout is not None:
-            stream.timer = port.call_later(timeout, partial(self._check_timeout, stream))
+            stream.timer = link.later(timeout, partial(self._check_timeout, stream))
         stream.job = link.spawn(loop, self._run(stream, body))
 
     async def _run(self, stream: Stream, body: dict[str, Any]) -> None:
@@ -187,12 +205,12 @@ class Answers:
     def _opened(self, stream: Stream) -> None:
         if stream is self.current:
             stream.started = True
-            self.link.port.push_down(LLMFullResponseStartFrame())
+            self._out()(LLMFullResponseStartFrame())
 
     def _emit(self, stream: Stream, frames: list[Frame]) -> None:
         if stream is not self.current:
             return  # cancelled or superseded: nothing more from it
-        push = self.link.port.push_down
+        push = self._out()
         for f in frames:
             t = type(f)
             if t is LLMThoughtStartFrame:
@@ -203,9 +221,10 @@ class Answers:
 
     def _close_response(self, stream: Stream) -> None:
         if stream.started:
+            push = self._out()
             if stream.thinking:
-                self.link.port.push_down(LLMThoughtEndFrame())
-            self.link.port.push_down(LLMFullResponseEndFrame())
+                push(LLMThoughtEndFrame())
+            push(LLMFullResponseEndFrame())
 
     def _finished(self, stream: Stream) -> None:
         if stream is not self.current:
@@ -213,17 +232,16 @@ class Answers:
         self.current = None
         if stream.timer is not None:
             stream.timer.dispose()
-        port = self.link.port
         if not stream.started:
             stream.started = True
-            port.push_down(LLMFullResponseStartFrame())
+            self._out()(LLMFullResponseStartFrame())
         self._close_response(stream)
         decoder = stream.decoder
         llm = self.link.llm
         if decoder.finish_reason not in (None, "stop", "tool_calls", "function_call"):
             log.info("%s: the answer ended with finish_reason=%r", llm.name, decoder.finish_reason)
-        if decoder.usage is not None and port.events is not None:
-            port.events.emit("on_usage", decoder.usage)
+        if decoder.usage is not None:
+            self.link.event("on_usage", decoder.usage)
         if decoder.has_tool_calls:
             self._calls(decoder.tool_calls(llm.new_call_id))
         self._settled()
@@ -232,7 +250,10 @@ class Answers:
         if stream is not self.current:
             return
         self.drop()
-        self.link.port.report_error(error)
+        if self._on_failed is not None:
+            self._on_failed(error)
+        else:
+            self.link.failed(error, "the request")
         self._close_response(stream)
         self._settled()
 
@@ -243,7 +264,7 @@ class Answers:
         port = self.link.port
         remaining = timeout - (port.time() - stream.last)
         if remaining > 1e-3:
-            stream.timer = port.call_later(remaining, partial(self._check_timeout, stream))
+            stream.timer = self.link.later(remaining, partial(self._check_timeout, stream))
             return
         waited = "to start answering" if not stream.started else "for the next piece of the answer"
         self._failed(stream, ServiceError(

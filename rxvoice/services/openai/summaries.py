@@ -56,7 +56,7 @@ class Summaries:
             ],
         }
         rid = request.request_id
-        timer = link.port.call_later(request.summarization_timeout, partial(self._timed_out, request))
+        timer = link.later(request.summarization_timeout, partial(self._timed_out, request))
         job = link.spawn(loop, self._run(rid, selection.last_index, body))
         self.pending[rid] = (job, timer)
 
@@ -88,7 +88,7 @@ class Summaries:
             return  # timed out or cancelled: already answered
         entry[1].dispose()
         if error is not None:
-            self.link.port.report_error(error)
+            self.link.failed(error, "the summary request")
             self._result(request_id, "", -1, str(error))
         elif not summary:
             self._result(request_id, "", -1, "the model returned an empty summary")

@@ -64,7 +64,7 @@ class ToolCalls:
         runnable: list[tuple[ToolCallRequest, Function | None]] = []
         for r in requests:
             if r.error is not None:
-                port.report_error(r.error)
+                link.failed(r.error, "a tool call")
             if r.function_name:
                 runnable.append((r, link.llm.functions.get(r.function_name)))
         if not runnable:
@@ -113,7 +113,7 @@ class ToolCalls:
         call = _Call(request, function)
         self.running[request.tool_call_id] = call
         if function.timeout is not None:
-            call.timer = link.port.call_later(function.timeout, partial(self._timed_out, call))
+            call.timer = link.later(function.timeout, partial(self._timed_out, call))
         assert link.loop is not None  # a call only follows a stream, which resolved the loop
         call.job = link.spawn(link.loop, self._handler(call))
 
@@ -148,8 +148,8 @@ class ToolCalls:
         if not self._take(call):
             return
         name = call.request.function_name
-        log.error("%s: function %r raised %r", self.link.llm.name, name, exc, exc_info=exc)
-        self.link.port.report_error(exc)
+        log.debug("%s: function %r raised", self.link.llm.name, name, exc_info=exc)
+        self.link.failed(exc, f"function {name!r}", wrap=False)  # the application's own exception, as raised
         self._answer(call.request, None, f"function {name!r} failed: {type(exc).__name__}: {exc}")
 
     def _timed_out(self, call: _Call) -> None:
@@ -159,9 +159,9 @@ class ToolCalls:
             call.job.cancel()
         r = call.request
         port = self.link.port
-        port.report_error(
+        self.link.failed(
             ServiceError(f"function {r.function_name!r} took longer than {call.function.timeout:g} s; cancelled"),
-            upstream=False,
+            f"function {r.function_name!r}", upstream=False,
         )
         cancel = FunctionCallCancelFrame(r.function_name, r.tool_call_id, run_llm=True)
         port.push_down(cancel)
@@ -174,7 +174,7 @@ class ToolCalls:
                 request.function_name, request.tool_call_id, request.arguments, result, error=error
             )
         except InvalidToolCallError as exc:  # the handler returned something that is not JSON: say so, settle the call
-            port.report_error(exc)
+            self.link.failed(exc, f"function {request.function_name!r}")
             frame = FunctionCallResultFrame(
                 request.function_name, request.tool_call_id, request.arguments, None,
                 error=f"function {request.function_name!r} returned a result that is not JSON; the call failed",

@@ -1,0 +1,188 @@
+"""Fit the calibrated wait (``rxvoice.turns.wait.DEFAULT_WAIT``) on the tune split of the generated corpus.
+
+For every pause of the tune calls (the end of every segment: a turn end or a
+mid-turn pause) this takes what ``FusedTurnStop`` knows when the speech stops:
+Smart Turn's probability on the turn's audio so far (from 0.3 s before the
+turn's first word to the VAD stop, as the strategy's stream holds it), the
+words of the turn so far as an STT delivers them (plain), whether a number or
+spelling is being read, the turn's length, and the longest pause the speaker
+came back from in the turn. Then:
+
+1. a logistic regression of "turn end" on that evidence gives the odds at the
+   moment the speech stops (bias, audio, words, reading, length);
+2. a log-logistic law fitted to the mid-turn pauses' lengths (ordinary and
+   inside readings, one shape) gives how fast the silence makes a pause
+   unlikely;
+3. the threshold is the lowest whose simulated outcome on the tune pauses keeps
+   audible cut-offs and all cut-offs under the targets with a margin.
+
+    python benchmarks/fit_turn_wait.py TUNE_DIR [--features cache.json]
+
+It prints a ``WaitModel(...)`` to paste into ``rxvoice/turns/wait.py``. Never
+give it the report split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rxvoice.cli.wav import read_wav
+from rxvoice.turns.ending import TrigramWordsEnd, plain_words, reading_in_progress
+from rxvoice.turns.wait import DEFAULT_WAIT, Evidence, WaitModel, needed_silence
+
+RATE = 16000
+STOP_SECS = 0.16
+STT_DELAY = 0.3
+START_SECS = 0.2
+BOT_DELAY = 0.6
+
+
+def extract(folder: Path, model: Path) -> list[dict[str, Any]]:
+    from rxvoice.audio.turn import SmartTurnAnalyzer
+
+    analyzer = SmartTurnAnalyzer(model)
+    rows: list[dict[str, Any]] = []
+    for path in sorted(folder.glob("*.transcript.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        samples = read_wav(path.with_name(path.name.replace(".transcript.json", ".wav"))).samples
+        segments = doc["segments"]
+        turn_start: float | None = None
+        words: list[str] = []
+        longest = 0.0
+        for i, seg in enumerate(segments):
+            if turn_start is None:
+                turn_start, words, longest = seg["start"], [], 0.0
+            words += plain_words(seg["text"])
+            a = max(0, round((turn_start - 0.3) * RATE))
+            b = round((seg["end"] + STOP_SECS) * RATE)
+            p_audio = analyzer.probability(samples[a:b])
+            after = segments[i + 1]["start"] - seg["end"] if i + 1 < len(segments) else math.inf
+            rows.append({
+                "call": path.name, "text": " ".join(words), "end": bool(seg["turn_end"]), "audio": p_audio,
+                "reading": reading_in_progress(words), "n": len(words), "longest": longest,
+                "after": None if math.isinf(after) else after,
+            })
+            if seg["turn_end"]:
+                turn_start = None
+            else:
+                longest = max(longest, after)
+        print(f"  {path.name}", file=sys.stderr, end="\r")
+    return rows
+
+
+def logit(p: float) -> float:
+    q = min(1 - 1e-3, max(1e-3, p))
+    return math.log(q / (1 - q))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
+    w = np.zeros(x.shape[1])
+    for _ in range(40):
+        p = 1 / (1 + np.exp(-x @ w))
+        grad = x.T @ (p - y) / len(y) + l2 * np.r_[0, w[1:]]
+        hess = (x * (p * (1 - p))[:, None]).T @ x / len(y) + l2 * np.diag(np.r_[0, np.ones(len(w) - 1)])
+        w -= np.linalg.solve(hess, grad)
+    return np.asarray(w)
+
+
+def fit_pauses(ordinary: list[float], reading: list[float]) -> tuple[float, float, float]:
+    """Log-logistic MLE: (ordinary median, reading median, shared shape), by a grid search."""
+    best = (math.inf, 0.6, 0.9, 3.0)
+    for shape in np.arange(1.5, 6.01, 0.25):
+        for m in np.arange(0.3, 1.51, 0.02):
+            for mr in np.arange(0.4, 1.81, 0.02):
+                nll = 0.0
+                for values, med in ((ordinary, m), (reading, mr)):
+                    v = np.asarray(values)
+                    z = (v / med) ** shape
+                    nll -= float(np.sum(np.log(shape / med) + (shape - 1) * np.log(v / med) - 2 * np.log1p(z)))
+                if nll < best[0]:
+                    best = (nll, float(m), float(mr), float(shape))
+    return best[1], best[2], best[3]
+
+
+def simulate(model: WaitModel, rows: list[dict[str, Any]], signal: TrigramWordsEnd, patience: float = 1.0,
+             ) -> dict[str, float]:
+    """The outcome of every pause if answered after ``needed_silence`` (words in at STT_DELAY)."""
+    ends = found = mids = cut = audible = 0
+    latencies: list[float] = []
+    for r in rows:
+        ev = Evidence(r["audio"], signal.judge(r["text"]), r["reading"], r["n"], r["longest"])
+        answer = max(needed_silence(model, ev, patience), STT_DELAY)
+        after = r["after"] if r["after"] is not None else math.inf
+        heard_back = after + START_SECS  # the resumed speech reaches the strategy
+        if r["end"]:
+            ends += 1
+            if answer < heard_back:
+                found += 1
+                latencies.append(answer)
+        else:
+            mids += 1
+            if answer < heard_back:
+                cut += 1
+                if after >= answer + BOT_DELAY:
+                    audible += 1
+    latencies.sort()
+
+    def q(f: float) -> float:
+        return latencies[min(len(latencies) - 1, int(f * len(latencies)))] if latencies else math.nan
+
+    return {"found": found / ends, "cut": cut / mids, "audible": audible / mids, "p50": q(0.5), "p90": q(0.9)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("tune", type=Path, nargs="+", help="the tune split's folder(s)")
+    p.add_argument("--model", type=Path, default=Path.home() / ".cache" / "rxvoice" / "smart-turn-v3.2-cpu.onnx")
+    p.add_argument("--features", type=Path, help="cache the extracted evidence here (JSON)")
+    p.add_argument("--audible", type=float, default=0.03, help="target share of audible cut-offs (default 0.03)")
+    p.add_argument("--cut", type=float, default=0.12, help="target share of all cut-offs (default 0.12)")
+    args = p.parse_args(argv)
+    if args.features is not None and args.features.is_file():
+        rows = json.loads(args.features.read_text())
+    else:
+        rows = [r for folder in args.tune for r in extract(folder, args.model)]
+        if args.features is not None:
+            args.features.write_text(json.dumps(rows))
+    signal = TrigramWordsEnd()
+    x = np.array([[1.0, logit(r["audio"]), logit(signal.judge(r["text"]).probability), float(r["reading"]),
+                   math.log1p(r["n"])] for r in rows])
+    y = np.array([float(r["end"]) for r in rows])
+    w = fit_logistic(x, y)
+    ordinary = [r["after"] for r in rows if not r["end"] and not r["reading"]]
+    inside = [r["after"] for r in rows if not r["end"] and r["reading"]]
+    m, mr, shape = fit_pauses(ordinary, inside)
+    model = replace(DEFAULT_WAIT, bias=round(float(w[0]), 3), audio=round(float(w[1]), 3),
+                    words=round(float(w[2]), 3), reading=round(float(w[3]), 3), length=round(float(w[4]), 3),
+                    pause_median=round(m, 2), reading_median=round(mr, 2), pause_shape=round(shape, 2))
+    print(f"{len(rows)} pauses ({int(y.sum())} turn ends); logistic {np.round(w, 3)}; "
+          f"pauses: median {m:.2f} s, in readings {mr:.2f} s, shape {shape:.2f}")
+    chosen, best = None, math.inf
+    for max_wait in (1.2, 1.3, 1.4, 1.6, 2.0):
+        for threshold in np.arange(-1.0, 5.01, 0.1):
+            candidate = replace(model, threshold=round(float(threshold), 2), max_wait=max_wait)
+            out = simulate(candidate, rows, signal)
+            # the targets, as one score: misses and late answers cost, audible cut-offs cost most
+            cost = (max(0.0, 0.95 - out["found"]) * 10 + max(0.0, out["audible"] - args.audible) * 20
+                    + max(0.0, out["cut"] - args.cut) * 5 + max(0.0, out["p90"] - 1.0) + max(0.0, out["p50"] - 0.4))
+            if cost < best:
+                chosen, best = candidate, cost
+            if round(threshold * 10) % 5 == 0:
+                print(f"  max_wait {max_wait} threshold {threshold:+.1f}: "
+                      + ", ".join(f"{k} {v:.3f}" for k, v in out.items()))
+    assert chosen is not None
+    print("chosen:", chosen)
+    print("simulated on tune:", simulate(chosen, rows, signal))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,358 @@
+"""How likely the turn may end after these words: a completion signal learned from data, on plain words.
+
+A speech-to-text service gives words without the punctuation an annotator
+would have written (or with a full stop after every final), so the signal
+reads only the words: lower-cased, punctuation and tags removed. It answers a
+:class:`WordsEnd`: the probability that a listener could take the turn after
+these words, and the weight that judgement deserves (0: the signal is unsure
+and weighs nothing; the caller then decides on the audio and the silence).
+
+:class:`TrigramWordsEnd`, the default, asks the English trigram language model
+that PocketSphinx ships in its wheel (``model/en-us/en-us.lm.bin``, CMU,
+BSD-style licence) how likely a sentence ends after the last two words, and
+turns that into a probability with a small logistic model fitted on the
+sentence prefixes of a dialogue corpus (``benchmarks/train_words_end.py``; the
+weights are :data:`TRIGRAM_WEIGHTS`). A judgement costs a few
+microseconds; nothing is downloaded. :class:`RulesWordsEnd` gives the same
+answer shape from the hand rules of :mod:`rxvoice.turns.completion` (used when
+PocketSphinx is not installed).
+
+Words the model cannot read weigh nothing: no words, another script, a text
+mostly outside the model's vocabulary (another language, a name), or
+placeholders such as ``<noise>``. Misheard words weigh less: an STT
+confidence below 1 scales the weight down.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from ..errors import ConfigurationError, ModelError, ModelNotFoundError
+from .completion import Completion, judge_completion
+
+__all__ = [
+    "TRIGRAM_WEIGHTS",
+    "RulesWordsEnd",
+    "TrigramWordsEnd",
+    "WordsEnd",
+    "WordsEndModel",
+    "default_words_end",
+    "plain_words",
+    "pocketsphinx_lm_path",
+    "reading_in_progress",
+    "stt_confidence",
+]
+
+
+class WordsEnd(NamedTuple):
+    """What the words say about the end of the turn.
+
+    Attributes:
+        probability: how likely a listener could take the turn after these words (0..1).
+        weight: how much that counts (0: unsure, weighs nothing; 1: fully).
+        reason: why, in words (for logs and reports).
+    """
+
+    probability: float
+    weight: float
+    reason: str
+
+
+UNSURE = WordsEnd(0.5, 0.0, "no words to judge")
+
+
+@runtime_checkable
+class WordsEndModel(Protocol):
+    """Judges the end of a turn from its words. Never raises on any string."""
+
+    def judge(self, text: str, confidence: float | None = None) -> WordsEnd:
+        """The judgement on ``text`` (the turn's words so far); ``confidence``: the STT's (0..1), if given."""
+        ...
+
+
+_TAG = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+
+def plain_words(text: str) -> list[str]:
+    """The words of ``text`` as the signal reads them: NFKC, lower case, no punctuation, no tags."""
+    clean = _TAG.sub(" ", unicodedata.normalize("NFKC", text))
+    return [w.replace("’", "'").lower() for w in _WORD.findall(clean)]
+
+
+def _latin(word: str) -> bool:
+    for c in word:
+        if c.isalpha():
+            try:
+                if not unicodedata.name(c).startswith("LATIN"):
+                    return False
+            except ValueError:
+                return False
+    return True
+
+
+def _confidence(confidence: float | None) -> float:
+    if confidence is None or isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        return 1.0
+    if not math.isfinite(confidence):
+        return 1.0
+    return min(1.0, max(0.0, float(confidence)))
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+FILLERS = frozenset({"um", "uh", "uhm", "umm", "er", "erm", "eh", "hmm", "hm", "mm", "ah", "ahh"})
+"""Hesitations: the speaker is still thinking (a closed class, read as a feature of its own)."""
+
+TRIGRAM_WEIGHTS: tuple[float, ...] = (3.1722, 1.2076, 0.0, 0.0, 0.0)
+"""The logistic model over the trigram features (bias, end log-probability after the last two words,
+after the last word, the last word's log-frequency, a trailing filler), fitted by
+``benchmarks/train_words_end.py`` on the sentence prefixes of ``chatterbot-corpus`` 1.3.3 (English).
+The end log-probability alone ranked the pauses of held-out calls better (ROC AUC 0.82 against 0.80
+for all five features and 0.68 for the hand rules), so only it is used."""
+
+_LOG_BASE = math.log(1.0001)  # PocketSphinx scores are in units of log base 1.0001
+_FLOOR = -12.0
+
+
+def pocketsphinx_lm_path() -> Path:
+    """The English trigram model inside the installed ``pocketsphinx`` wheel.
+
+    Raises:
+        ModelNotFoundError: PocketSphinx is not installed (``pip install pocketsphinx``), or
+            its wheel has no English model.
+    """
+    try:
+        root = resources.files("pocketsphinx")
+    except ModuleNotFoundError:
+        raise ModelNotFoundError(
+            "the words' end-of-turn signal needs PocketSphinx's English language model: "
+            "pip install pocketsphinx (or pass words_end=RulesWordsEnd())"
+        ) from None
+    path = Path(str(root)) / "model" / "en-us" / "en-us.lm.bin"
+    if not path.is_file():
+        raise ModelNotFoundError(f"no English language model in the pocketsphinx package (looked at {path})")
+    return path
+
+
+_models: dict[tuple[str, int, int], Any] = {}
+_models_lock = threading.Lock()
+
+
+def _load(path: str, mtime: int, size: int) -> Any:
+    """The language model at ``path``, read once per process (read-only: every session may share it)."""
+    key = (path, mtime, size)
+    with _models_lock:
+        lm = _models.get(key)
+        if lm is not None:
+            return lm
+        try:
+            from pocketsphinx import NGramModel
+        except ImportError:
+            raise ModelNotFoundError("reading a language model needs PocketSphinx: pip install pocketsphinx") from None
+        try:
+            lm = NGramModel.readfile(path)
+        except Exception as exc:  # PocketSphinx says ValueError; anything else is as bad
+            raise ModelError(f"{path} is not a language model PocketSphinx can read ({exc})") from None
+        if lm.prob(["</s>"]) <= -500000:  # no end-of-sentence token: no end probability to give
+            raise ModelError(f"{path} has no end-of-sentence token </s>")
+        _models[key] = lm
+        return lm
+
+
+@dataclass(frozen=True)
+class TrigramWordsEnd:
+    """The end of a turn judged by an n-gram language model's end-of-sentence probability.
+
+    Args:
+        path: an ARPA or binary (``.lm.bin``) n-gram model with ``</s>``; default: the
+            English model in the ``pocketsphinx`` wheel (:func:`pocketsphinx_lm_path`).
+        weights: the logistic model over the features (:data:`TRIGRAM_WEIGHTS`; the turn's
+            length is left to the caller, :mod:`rxvoice.turns.wait`).
+        foreign_below: when the median log-frequency of the last six words (an
+            unknown word counts -30) is below this, the text is not the model's
+            language (or only names): unsure, weight 0.
+
+    Raises:
+        ModelNotFoundError: no model file (or PocketSphinx missing).
+        ModelError: the file is not a language model PocketSphinx can read.
+        ConfigurationError: bad weights or ``foreign_below``.
+    """
+
+    path: str | Path | None = None
+    weights: Sequence[float] = TRIGRAM_WEIGHTS
+    foreign_below: float = -11.5
+    _lm: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(tuple(self.weights)) != len(TRIGRAM_WEIGHTS) or not all(
+            isinstance(w, int | float) and math.isfinite(w) for w in self.weights
+        ):
+            raise ConfigurationError(f"TrigramWordsEnd.weights needs {len(TRIGRAM_WEIGHTS)} finite numbers")
+        object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
+        f = self.foreign_below
+        if isinstance(f, bool) or not isinstance(f, int | float) or not -30.0 <= f <= 0.0:
+            raise ConfigurationError(f"TrigramWordsEnd.foreign_below must be in [-30, 0], got {f!r}")
+        path = pocketsphinx_lm_path() if self.path is None else Path(self.path)
+        if not path.is_file():
+            raise ModelNotFoundError(f"no language model file at {path}")
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "_lm", _load(str(path.resolve()), path.stat().st_mtime_ns, path.stat().st_size))
+
+    def _logp(self, words: list[str]) -> float:
+        """ln P(words[0] | words[1:]) (PocketSphinx takes the history newest first)."""
+        return float(self._lm.prob(words)) * _LOG_BASE
+
+    def known(self, word: str) -> bool:
+        """Whether the model has ``word`` in its vocabulary."""
+        return self._logp([word]) > -100.0
+
+    def features(self, words: Sequence[str]) -> tuple[float, ...]:
+        """The logistic model's inputs for non-empty plain ``words`` (see :data:`TRIGRAM_WEIGHTS`)."""
+        last = words[-1]
+        history = [w for w in words[-2:][::-1] if self.known(w)]
+        e3 = max(_FLOOR, self._logp(["</s>", *history])) if history else math.log(0.05)
+        e2 = max(_FLOOR, self._logp(["</s>", last])) if self.known(last) else e3
+        frequency = max(_FLOOR, self._logp([last])) if self.known(last) else _FLOOR
+        return (1.0, e3, e2, frequency, 1.0 if last in FILLERS else 0.0)
+
+    def probability(self, words: Sequence[str]) -> float:
+        """P(the turn may end) for non-empty plain ``words``, by the fitted logistic model."""
+        z = sum(w * x for w, x in zip(self.weights, self.features(words), strict=True))
+        return _sigmoid(z)
+
+    def judge(self, text: str, confidence: float | None = None) -> WordsEnd:
+        value: object = text
+        if not isinstance(value, str):
+            return UNSURE
+        words = plain_words(value)
+        if not words:
+            return UNSURE
+        if not all(_latin(w) for w in words[-4:]):
+            return WordsEnd(0.5, 0.0, "words in another script")
+        frequencies = sorted(self._logp([w]) if self.known(w) else -30.0 for w in words[-6:] if not w.isdigit())
+        if frequencies and frequencies[len(frequencies) // 2] < self.foreign_below:
+            return WordsEnd(0.5, 0.0, "words the language model does not know")
+        weight = _confidence(confidence)
+        if words[-1] in FILLERS:  # a closed class the dialogue corpus lacks: the speaker is thinking
+            return WordsEnd(0.05, weight, f"a filler at the end ({words[-1]!r})")
+        p = self.probability(words)
+        return WordsEnd(p, weight, f"words end p={p:.2f}" + ("" if weight == 1.0 else f" (confidence {weight:.2f})"))
+
+
+@dataclass(frozen=True)
+class RulesWordsEnd:
+    """The hand rules of :mod:`rxvoice.turns.completion` in the same answer shape (no model needed).
+
+    A complete verdict gives ``complete`` (0.8), an incomplete one ``incomplete``
+    (0.1), a tentative one (a number being read) 0.35; unsure weighs nothing.
+    """
+
+    language: str = "en"
+    complete: float = 0.8
+    incomplete: float = 0.1
+
+    def judge(self, text: str, confidence: float | None = None) -> WordsEnd:
+        verdict = judge_completion(text if isinstance(text, str) else "", self.language)
+        if verdict.completion is Completion.UNSURE:
+            return WordsEnd(0.5, 0.0, verdict.reason)
+        if verdict.completion is Completion.COMPLETE:
+            p = self.complete
+        else:
+            p = 0.35 if verdict.tentative else self.incomplete
+        return WordsEnd(p, _confidence(confidence), verdict.reason)
+
+
+def default_words_end(language: str = "en") -> WordsEndModel:
+    """The learned signal for English when PocketSphinx is installed, else the hand rules."""
+    if language.split("-", 1)[0].lower() == "en":
+        try:
+            return TrigramWordsEnd()
+        except ModelNotFoundError:
+            pass
+    return RulesWordsEnd(language)
+
+
+_NUMBER_WORDS = frozenset({
+    "zero", "oh", "nought", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+    "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand",
+    "double", "triple",
+})
+_NUMBER_CUES = frozenset({
+    "is", "was", "number", "code", "pin", "zip", "postcode", "phone", "digits", "reference", "extension", "ext", "on",
+})
+
+
+def _number(word: str) -> bool:
+    return word.isdigit() or word in _NUMBER_WORDS
+
+
+def reading_in_progress(words: Sequence[str]) -> bool:
+    """Whether plain ``words`` end inside a number or a spelled word being read ("four five", "k o w", "dot")."""
+    if not words:
+        return False
+    last = words[-1]
+    before = words[-2] if len(words) > 1 else ""
+    if last == "dot" and before:
+        return True  # an address being read out
+    if last == "at" and before:
+        return len(before) == 1 or _number(before)
+    if _number(last):
+        return _number(before) or before in _NUMBER_CUES
+    return bool(len(last) == 1 and last.isalpha() and len(before) == 1 and before.isalpha())
+
+
+def _field(obj: object, name: str) -> object:
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _unit(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value) if 0.0 <= value <= 1.0 else None
+
+
+def stt_confidence(result: object, last: int = 4) -> float | None:
+    """The STT's confidence in a final's words, from ``TranscriptionFrame.result`` (``None``: not given).
+
+    Understood: a number in [0, 1]; an object or mapping with ``confidence`` (or
+    ``probability``); or with ``words``, a list of words each with ``probability``,
+    ``confidence`` or ``prob`` (the mean of the last ``last`` words: the end is what is judged).
+    """
+    direct = _unit(result)
+    if direct is not None:
+        return direct
+    if result is None or isinstance(result, str | bytes):
+        return None
+    words = _field(result, "words")
+    if isinstance(words, list | tuple) and words:
+        values = []
+        for w in words[-last:]:
+            for name in ("probability", "confidence", "prob"):
+                v = _unit(_field(w, name))
+                if v is not None:
+                    values.append(v)
+                    break
+        if values:
+            return sum(values) / len(values)
+    for name in ("confidence", "probability"):
+        v = _unit(_field(result, name))
+        if v is not None:
+            return v
+    return None

@@ -1,0 +1,205 @@
+"""The calibrated wait: one model of "is the turn over now?", as pure functions of the evidence and the silence.
+
+At the moment the speech stops, the evidence gives odds that the turn is over
+(a logistic model, :func:`end_log_odds`): the audio model's probability, the
+words' end probability times its weight (:mod:`rxvoice.turns.ending`), whether
+a number or a spelled word is being read, and how long the turn is. Then the
+silence speaks: a speaker in the middle of a turn comes back after a pause
+whose length follows a log-logistic law (median :attr:`WaitModel.pause_median`;
+longer while a reading is in progress, and longer still when this speaker
+already came back from a long pause in this turn, the reading's own rhythm).
+The longer the silence lasts, the less likely it is such a pause, so the odds
+grow by ``1 / S(silence)``, the pause law's survival (:func:`turn_over_log_odds`).
+The turn is answered when the odds cross the threshold, which ``patience``
+raises or lowers (:func:`needed_silence` gives the moment in closed form).
+
+Two bounds keep it safe: the words alone move the odds by at most
+:attr:`WaitModel.words_cap` (misheard or unusual words never hold a turn
+open on their own), and no wait is longer than :attr:`WaitModel.max_wait`
+(or, when the speaker has already come back from a long pause in this turn,
+one and a half times the pause their rhythm predicts).
+
+The coefficients (:data:`DEFAULT_WAIT`) were fitted on the tune half of the
+generated corpus (``benchmarks/turn_corpus.py``, ``benchmarks/fit_turn_wait.py``)
+and reported on the other half; see ``docs/turn-taking.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+from ..errors import ConfigurationError
+from .ending import WordsEnd
+
+__all__ = [
+    "DEFAULT_WAIT",
+    "PATIENCE_RANGE",
+    "Evidence",
+    "WaitModel",
+    "end_log_odds",
+    "expected_pause",
+    "needed_silence",
+    "turn_over",
+    "turn_over_log_odds",
+]
+
+PATIENCE_RANGE = (0.1, 10.0)
+"""The ``patience`` values accepted: 1 is the measured default; 2 asks for twice the odds before
+answering (fewer cut-offs, more latency), 0.5 for half."""
+
+_P_CLIP = 1e-3
+
+
+class Evidence(NamedTuple):
+    """What is known when the speech stops.
+
+    Attributes:
+        audio: the audio model's probability that the turn is complete (``None``: no verdict).
+        words: the words' judgement (:class:`~rxvoice.turns.ending.WordsEnd`).
+        reading: a number or a spelled word is being read ("four five", "k o w").
+        turn_words: how many words the turn has.
+        longest_pause: the longest pause this speaker came back from in this turn (s; 0: none).
+    """
+
+    audio: float | None
+    words: WordsEnd
+    reading: bool = False
+    turn_words: int = 0
+    longest_pause: float = 0.0
+
+
+@dataclass(frozen=True)
+class WaitModel:
+    """The coefficients of the calibrated wait (log-odds; seconds).
+
+    Attributes:
+        bias: the log-odds of an end before any evidence.
+        audio: weight of the audio model's log-odds.
+        words: weight of the words' log-odds (times their weight).
+        reading: added while a number or spelling is read (negative: more is coming).
+        length: weight of ln(1 + words in the turn).
+        words_cap: the most the words alone move the log-odds, either way.
+        pause_median: median of a mid-turn pause (s).
+        pause_shape: shape of the log-logistic pause law (larger: pauses more alike).
+        reading_median: median of a pause inside a reading (s).
+        rhythm: inside a reading, a pause as long as ``rhythm`` times the longest one the
+            speaker came back from in this turn is as likely as a median one (readers slow
+            down as they go); outside one, a pause as long as that longest one.
+        threshold: the log-odds at which the turn is answered (``patience`` 1).
+        max_wait: no silence is waited through longer than this (s), unless the
+            speaker's own rhythm says more (then ``1.5`` times their expected pause),
+            or the audio and the words agree that more is coming (then ``hold_wait``).
+        hold_audio: the audio model's probability under which it says "incomplete" with confidence.
+        hold_words: the words' end probability under which they do not say "finished".
+        hold_wait: the bound when both say so (the audio's confident "incomplete" is not
+            overridden by a short bound; the words alone never extend it).
+    """
+
+    bias: float = 0.0
+    audio: float = 0.5
+    words: float = 1.0
+    reading: float = -1.5
+    length: float = 0.0
+    words_cap: float = 3.0
+    pause_median: float = 0.6
+    pause_shape: float = 3.0
+    reading_median: float = 0.9
+    rhythm: float = 1.2
+    threshold: float = 1.0
+    max_wait: float = 2.5
+    hold_audio: float = 0.1
+    hold_words: float = 0.5
+    hold_wait: float = 2.5
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ConfigurationError(f"WaitModel.{f.name} must be a finite number, got {value!r}")
+        for name in ("pause_median", "pause_shape", "reading_median", "max_wait", "hold_wait"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"WaitModel.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.words_cap < 0 or self.rhythm < 0:
+            raise ConfigurationError("WaitModel.words_cap and rhythm must be >= 0")
+
+
+DEFAULT_WAIT = WaitModel(
+    bias=-0.565, audio=0.06, words=1.214, reading=-0.901, length=0.558, words_cap=3.0, pause_median=0.74,
+    pause_shape=3.25, reading_median=0.82, rhythm=1.5, threshold=2.0, max_wait=1.3,
+)
+"""The fitted model the recommended setup uses."""
+
+
+def _logit(p: float) -> float:
+    q = min(1.0 - _P_CLIP, max(_P_CLIP, p))
+    return math.log(q / (1.0 - q))
+
+
+def check_patience(patience: object, owner: str = "patience") -> float:
+    """``patience`` as a float, or a :class:`~rxvoice.errors.ConfigurationError`."""
+    low, high = PATIENCE_RANGE
+    if isinstance(patience, bool) or not isinstance(patience, int | float) or not math.isfinite(patience):
+        raise ConfigurationError(f"{owner} must be a number in [{low:g}, {high:g}], got {patience!r}")
+    if not low <= patience <= high:
+        raise ConfigurationError(f"{owner} must be in [{low:g}, {high:g}], got {patience!r}")
+    return float(patience)
+
+
+def words_term(model: WaitModel, words: WordsEnd) -> float:
+    """The words' share of the log-odds (bounded by ``words_cap``)."""
+    weight = min(1.0, max(0.0, words.weight))
+    if weight == 0.0:
+        return 0.0
+    return max(-model.words_cap, min(model.words_cap, model.words * weight * _logit(words.probability)))
+
+
+def end_log_odds(model: WaitModel, evidence: Evidence) -> float:
+    """The log-odds that the turn is over, the moment the speech stops."""
+    z = model.bias + words_term(model, evidence.words) + model.length * math.log1p(max(0, evidence.turn_words))
+    if evidence.audio is not None and math.isfinite(evidence.audio):
+        z += model.audio * _logit(evidence.audio)
+    if evidence.reading:
+        z += model.reading
+    return z
+
+
+def expected_pause(model: WaitModel, evidence: Evidence) -> float:
+    """The median of this speaker's next mid-turn pause (s): longer in a reading, and by its rhythm."""
+    longest = max(0.0, evidence.longest_pause)
+    if evidence.reading:
+        return max(model.reading_median, model.rhythm * longest)
+    return max(model.pause_median, longest)
+
+
+def turn_over_log_odds(model: WaitModel, evidence: Evidence, silence: float) -> float:
+    """The log-odds that the turn is over after ``silence`` seconds without speech."""
+    s = max(0.0, silence)
+    median = expected_pause(model, evidence)
+    return end_log_odds(model, evidence) + math.log1p((s / median) ** model.pause_shape)
+
+
+def turn_over(model: WaitModel, evidence: Evidence, silence: float) -> float:
+    """The probability that the turn is over after ``silence`` seconds (see :func:`turn_over_log_odds`)."""
+    z = turn_over_log_odds(model, evidence, silence)
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+def needed_silence(model: WaitModel, evidence: Evidence, patience: float = 1.0) -> float:
+    """Seconds of silence after which the turn is answered (0: at once; at most ``max_wait``)."""
+    gap = model.threshold + math.log(patience) - end_log_odds(model, evidence)
+    if gap <= 0.0:
+        return 0.0
+    pause = expected_pause(model, evidence)
+    cap = model.max_wait
+    if evidence.reading and evidence.longest_pause > 0:
+        cap = max(cap, 1.5 * pause)
+    words = evidence.words
+    if (evidence.audio is not None and evidence.audio < model.hold_audio and words.weight > 0
+            and words.probability < model.hold_words):
+        cap = max(cap, model.hold_wait)
+    if gap > 50.0:
+        return cap
+    seconds = pause * math.expm1(gap) ** (1.0 / model.pause_shape)
+    return min(cap, float(seconds))

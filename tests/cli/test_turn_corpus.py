@@ -1,0 +1,56 @@
+"""The generated turn-taking corpus: deterministic, split by a fixed rule, in the format ``rxvoice eval`` reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from rxvoice.testing import load_transcript
+from tests.support import REPO, load_script
+
+
+@pytest.fixture(scope="module")
+def corpus() -> ModuleType:
+    return load_script(REPO / "benchmarks" / "turn_corpus.py", "rxvoice_benchmark_turn_corpus")
+
+
+def test_a_call_is_drawn_from_its_seed_alone(corpus: ModuleType) -> None:
+    assert corpus.call_spec(3, 1) == corpus.call_spec(3, 1)
+    assert corpus.call_spec(3, 1) != corpus.call_spec(3, 2)
+    assert corpus.call_spec(4, 1) != corpus.call_spec(5, 1)
+
+
+def test_the_splits_share_no_voice_and_no_template(corpus: ModuleType) -> None:
+    specs = [corpus.call_spec(i, 7) for i in range(40)]
+    assert {s.split for s in specs[0::2]} == {"tune"} and {s.split for s in specs[1::2]} == {"report"}
+    voices = {split: {s.voice for s in specs if s.split == split} for split in corpus.SPLITS}
+    assert not voices["tune"] & voices["report"]
+    for kinds in (corpus.PAUSES, corpus.ENDS):
+        for templates in kinds.values():
+            tune, report = set(corpus._mine(templates, "tune")), set(corpus._mine(templates, "report"))
+            assert tune and not tune & report
+
+
+def test_every_call_has_ends_and_pauses_within_the_documented_ranges(corpus: ModuleType) -> None:
+    segments = [seg for i in range(60) for seg in corpus.call_spec(i, 1).segments]
+    mids = [s.gap for s in segments if not s.turn_end]
+    gaps = [s.gap for s in segments if s.turn_end]
+    assert mids and gaps and min(mids) >= 0.3 and max(mids) <= 2.0
+    assert min(gaps) >= 1.2 and max(gaps) <= 2.5
+    assert any(s.text.endswith((",", "")) for s in segments if not s.turn_end)
+
+
+def test_the_same_seed_makes_the_same_bytes(corpus: ModuleType, tmp_path: Path) -> None:
+    a = corpus.generate(2, 5, root=tmp_path / "a")
+    b = corpus.generate(2, 5, root=tmp_path / "b")
+    assert corpus.fingerprint(a) == corpus.fingerprint(b)
+    assert sorted(p.name for p in (a / "tune").iterdir()) == ["c0000.transcript.json", "c0000.wav"]
+    transcript = load_transcript(a / "report" / "c0001.transcript.json")
+    doc = json.loads((a / "report" / "c0001.transcript.json").read_text())
+    assert transcript.segments and doc["meta"]["split"] == "report"
+    assert any(s.turn_end for s in transcript.segments)
+    assert transcript.duration is not None and transcript.segments[-1].end < transcript.duration
+    assert corpus.generate(2, 5, root=tmp_path / "a") == a  # made once: found again

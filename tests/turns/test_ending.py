@@ -1,0 +1,142 @@
+"""The words' end-of-turn signal: learned from data, read on plain words, unsure on what it cannot read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rxvoice.errors import ConfigurationError, ModelError, ModelNotFoundError
+from rxvoice.turns.ending import (
+    RulesWordsEnd,
+    TrigramWordsEnd,
+    WordsEnd,
+    default_words_end,
+    plain_words,
+    pocketsphinx_lm_path,
+    reading_in_progress,
+    stt_confidence,
+)
+
+
+@pytest.fixture(scope="module")
+def trigram() -> TrigramWordsEnd:
+    return TrigramWordsEnd()
+
+
+def test_plain_words_drop_case_punctuation_and_tags() -> None:
+    assert plain_words("Can you send the. <noise> I'D like, um…") == ["can", "you", "send", "the", "i'd", "like", "um"]
+    assert plain_words("") == [] and plain_words("...?!") == []
+
+
+@pytest.mark.parametrize(("unfinished", "finished"), [
+    ("can you", "thank you"),
+    ("i would like to", "nope"),
+    ("the twenty", "is there parking nearby"),
+    ("i'd rather not wait until", "yes"),
+    ("i need to cancel my booking because", "i lost my keys on the bus this morning"),
+    ("could you send", "what time do you close on friday"),
+])
+def test_unfinished_words_are_less_likely_an_end_than_finished_ones(
+    trigram: TrigramWordsEnd, unfinished: str, finished: str
+) -> None:
+    low, high = trigram.judge(unfinished), trigram.judge(finished)
+    assert low.weight == high.weight == 1.0
+    assert low.probability < 0.5 < high.probability
+
+
+@pytest.mark.parametrize("text", ["i would like to", "thank you", "my number is four five", "yes"])
+def test_a_full_stop_after_every_final_changes_nothing(trigram: TrigramWordsEnd, text: str) -> None:
+    assert trigram.judge(text.capitalize() + ".") == trigram.judge(text)
+    assert trigram.judge(text.upper() + "?") == trigram.judge(text)
+
+
+def test_a_trailing_filler_says_more_is_coming(trigram: TrigramWordsEnd) -> None:
+    assert trigram.judge("i'd like to book um").probability < 0.1
+
+
+@pytest.mark.parametrize("text", ["", "   ", "<noise>", "[inaudible]", "что-то хочу сказать", "我想订一张桌子",
+                                  "ich möchte gerne einen tisch reservieren", "können sie mir bitte helfen",
+                                  "quiero reservar una mesa para dos"])
+def test_what_it_cannot_read_is_unsure_and_weighs_nothing(trigram: TrigramWordsEnd, text: str) -> None:
+    assert trigram.judge(text).weight == 0.0
+    assert trigram.judge(text).probability == 0.5
+
+
+def test_anything_but_a_string_is_unsure(trigram: TrigramWordsEnd) -> None:
+    assert trigram.judge(None).weight == 0.0  # type: ignore[arg-type]
+
+
+def test_the_stt_confidence_lowers_the_weight_never_the_direction(trigram: TrigramWordsEnd) -> None:
+    sure, unsure = trigram.judge("i would like to"), trigram.judge("i would like to", confidence=0.3)
+    assert unsure.probability == sure.probability and unsure.weight == pytest.approx(0.3)
+    assert trigram.judge("i would like to", confidence=float("nan")).weight == 1.0
+    assert trigram.judge("i would like to", confidence=7.0).weight == 1.0
+
+
+@pytest.mark.parametrize(("result", "expected"), [
+    (None, None), (0.8, 0.8), (1.5, None), ("0.9", None), ({"confidence": 0.4}, 0.4),
+    ({"words": [{"word": "a", "probability": 0.2}, {"word": "b", "probability": 0.6}]}, 0.4),
+    ({"words": [{"word": "a"}], "confidence": 0.7}, 0.7), ({"words": []}, None),
+])
+def test_the_confidence_is_read_from_the_frames_result(result: object, expected: float | None) -> None:
+    got = stt_confidence(result)
+    assert got == (None if expected is None else pytest.approx(expected))
+
+
+def test_a_word_list_with_attributes_is_read_too() -> None:
+    class Word:
+        def __init__(self, p: float) -> None:
+            self.probability = p
+
+    class Result:
+        words = (Word(0.9), Word(0.5))
+
+    assert stt_confidence(Result()) == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize(("text", "reading"), [
+    ("my number is four five", True), ("four five seven", True), ("the code is 4 7", True),
+    ("my surname is k o w", True), ("j o r", True), ("it's jordan dot", True), ("a table for two", False),
+    ("i need two", False), ("yes", False), ("", False), ("my name is jordan", False),
+])
+def test_a_reading_in_progress_is_seen_on_plain_words(text: str, reading: bool) -> None:
+    assert reading_in_progress(plain_words(text)) is reading
+
+
+def test_a_missing_model_file_is_a_clear_error_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError, match="no language model"):
+        TrigramWordsEnd(tmp_path / "nothing.lm.bin")
+
+
+def test_a_corrupt_model_file_is_a_clear_error_at_construction(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.lm.bin"
+    bad.write_bytes(b"\x00\x01 this is not a language model" * 200)
+    with pytest.raises(ModelError, match="not a language model"):
+        TrigramWordsEnd(bad)
+    truncated = tmp_path / "truncated.lm.bin"
+    truncated.write_bytes(pocketsphinx_lm_path().read_bytes()[:4096])
+    with pytest.raises(ModelError):
+        TrigramWordsEnd(truncated)
+
+
+def test_bad_weights_are_refused() -> None:
+    with pytest.raises(ConfigurationError):
+        TrigramWordsEnd(weights=(1.0, 2.0))
+    with pytest.raises(ConfigurationError):
+        TrigramWordsEnd(weights=(float("nan"),) * 6)
+    with pytest.raises(ConfigurationError):
+        TrigramWordsEnd(foreign_below=2.0)
+
+
+def test_the_hand_rules_give_the_same_shape() -> None:
+    rules = RulesWordsEnd()
+    assert rules.judge("I want to").probability < 0.5 < rules.judge("Thanks.").probability
+    assert rules.judge("the fourteenth of march") == WordsEnd(0.5, 0.0, "no rule decides")
+    assert rules.judge("I want to", confidence=0.5).weight == 0.5
+
+
+def test_the_default_is_the_trigram_model_for_english_and_the_rules_otherwise() -> None:
+    assert isinstance(default_words_end("en"), TrigramWordsEnd)
+    assert isinstance(default_words_end("en-GB"), TrigramWordsEnd)
+    assert isinstance(default_words_end("de"), RulesWordsEnd)

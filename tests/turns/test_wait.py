@@ -1,0 +1,104 @@
+"""The calibrated wait as pure functions: odds from the evidence, the silence's share, patience, the bounds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rxvoice.errors import ConfigurationError
+from rxvoice.turns.ending import WordsEnd
+from rxvoice.turns.wait import (
+    DEFAULT_WAIT,
+    PATIENCE_RANGE,
+    Evidence,
+    check_patience,
+    end_log_odds,
+    expected_pause,
+    needed_silence,
+    turn_over,
+    turn_over_log_odds,
+)
+
+SURE_END = WordsEnd(0.95, 1.0, "w")
+SURE_MORE = WordsEnd(0.02, 1.0, "w")
+UNSURE = WordsEnd(0.5, 0.0, "w")
+
+
+def test_the_silence_only_ever_raises_the_odds_and_the_answer_is_where_they_cross() -> None:
+    e = Evidence(0.5, WordsEnd(0.6, 1.0, "w"), turn_words=6)
+    odds = [turn_over_log_odds(DEFAULT_WAIT, e, s / 10) for s in range(30)]
+    assert odds == sorted(odds) and odds[0] == pytest.approx(end_log_odds(DEFAULT_WAIT, e))
+    need = needed_silence(DEFAULT_WAIT, e)
+    assert 0 < need < DEFAULT_WAIT.max_wait
+    assert turn_over_log_odds(DEFAULT_WAIT, e, need) == pytest.approx(DEFAULT_WAIT.threshold, abs=1e-6)
+    assert 0.0 < turn_over(DEFAULT_WAIT, e, 0.0) < turn_over(DEFAULT_WAIT, e, 2.0) < 1.0
+
+
+def test_confident_evidence_answers_at_once_and_unfinished_words_wait() -> None:
+    assert needed_silence(DEFAULT_WAIT, Evidence(0.95, SURE_END, turn_words=8)) == 0.0
+    assert needed_silence(DEFAULT_WAIT, Evidence(0.95, SURE_MORE, turn_words=8)) > 0.5
+
+
+def test_patience_moves_along_the_curve() -> None:
+    e = Evidence(0.5, WordsEnd(0.7, 1.0, "w"), turn_words=6)
+    waits = [needed_silence(DEFAULT_WAIT, e, p) for p in (0.1, 0.5, 1.0, 2.0, 10.0)]
+    assert waits == sorted(waits) and waits[0] < waits[-1]
+
+
+@pytest.mark.parametrize("bad", [0.0, PATIENCE_RANGE[1] + 0.1, -1, math.nan, math.inf, "1", None, True])
+def test_patience_out_of_range_is_an_error(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="patience"):
+        check_patience(bad)
+    assert check_patience(1) == 1.0
+
+
+def test_words_never_hold_a_turn_open_alone() -> None:
+    """However sure the words are that more is coming, they move the odds by at most words_cap, and the
+    wait stays within max_wait unless the audio agrees."""
+    model = replace(DEFAULT_WAIT, words=50.0)
+    alone = Evidence(None, WordsEnd(1e-9, 1.0, "w"), turn_words=4)
+    assert end_log_odds(model, alone) >= model.bias + model.length * math.log1p(4) - model.words_cap - 1e-9
+    assert needed_silence(model, alone) <= model.max_wait
+    loud = Evidence(0.99, WordsEnd(1e-9, 1.0, "w"), turn_words=4)
+    assert needed_silence(model, loud) <= model.max_wait
+    agreed = Evidence(0.01, WordsEnd(1e-9, 1.0, "w"), turn_words=4)
+    assert model.max_wait < needed_silence(model, agreed) <= model.hold_wait
+
+
+def test_words_that_weigh_nothing_change_nothing() -> None:
+    a = Evidence(0.5, UNSURE, turn_words=3)
+    b = Evidence(0.5, WordsEnd(0.001, 0.0, "w"), turn_words=3)
+    assert end_log_odds(DEFAULT_WAIT, a) == end_log_odds(DEFAULT_WAIT, b)
+
+
+def test_a_reading_waits_its_own_rhythm() -> None:
+    """Digits read in groups: each pause the reader came back from lengthens the next expected one."""
+    base = Evidence(0.5, WordsEnd(0.6, 1.0, "w"), reading=True, turn_words=6)
+    after_06 = base._replace(longest_pause=0.6)
+    after_10 = base._replace(longest_pause=1.0)
+    after_15 = base._replace(longest_pause=1.5)
+    pauses = [expected_pause(DEFAULT_WAIT, e) for e in (base, after_06, after_10, after_15)]
+    assert pauses == sorted(pauses) and pauses[-1] == pytest.approx(DEFAULT_WAIT.rhythm * 1.5)
+    # each next pause of a reading that grows 0.6, 1.0, 1.5 s (heard 0.2 s after it ends) is waited through
+    assert needed_silence(DEFAULT_WAIT, base) > 0.6 + 0.2
+    assert needed_silence(DEFAULT_WAIT, after_06) > 1.0 + 0.2
+    assert needed_silence(DEFAULT_WAIT, after_10) > 1.5 + 0.2
+    outside = Evidence(0.5, WordsEnd(0.6, 1.0, "w"), turn_words=6, longest_pause=1.0)
+    assert expected_pause(DEFAULT_WAIT, outside) == pytest.approx(1.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(st.none(), st.floats(0.0, 1.0)), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.booleans(),
+    st.integers(0, 200), st.floats(0.0, 5.0), st.floats(*PATIENCE_RANGE),
+)
+def test_every_wait_is_bounded(audio: float | None, p: float, weight: float, reading: bool, n: int,
+                               longest: float, patience: float) -> None:
+    e = Evidence(audio, WordsEnd(p, weight, "w"), reading, n, longest)
+    need = needed_silence(DEFAULT_WAIT, e, patience)
+    bound = max(DEFAULT_WAIT.max_wait, DEFAULT_WAIT.hold_wait, 1.5 * expected_pause(DEFAULT_WAIT, e))
+    assert 0.0 <= need <= bound + 1e-9 and math.isfinite(need)
