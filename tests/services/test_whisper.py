@@ -33,7 +33,15 @@ from rxvoice.pipeline import inline_offload, pipeline
 from rxvoice.services import stt as stt_module
 from rxvoice.services.spoken import spoken_words
 from rxvoice.services.stt import Utterance, word_error_rate
-from rxvoice.services.whisper import WhisperResult, WhisperSTT, _shared_model, _split, _Token, whisper_offload
+from rxvoice.services.whisper import (
+    WhisperResult,
+    WhisperSTT,
+    _looped,
+    _shared_model,
+    _split,
+    _Token,
+    whisper_offload,
+)
 from rxvoice.services.whisper_model import (
     WHISPER_ENV_VAR,
     WHISPER_FILES,
@@ -261,6 +269,31 @@ def test_context_words_are_not_given_twice() -> None:
     # The previous final's last word heard differently now ("too" then, "to" now): skipped with it.
     tokens = [tok("reading", 0.2), tok("to", 0.6), tok("correct", 1.5), tok("it", 1.8)]
     assert [t.text for t in tokens[_split(tokens, 1.0, ["my", "meter", "reading", "too"])]] == ["correct", "it"]
+
+
+def test_a_loop_is_told_from_a_repeated_phrase() -> None:
+    """Whisper going round ("internet internet ...") is decoded again; a phrase said twice is not a loop."""
+    assert _looped(["the", "internet", "internet,", "Internet", "internet", "internet."])
+    assert _looped("i want to i want to i want to".split())
+    assert not _looped("no no no no".split())
+    assert not _looped("i want to i want to book a table".split())
+    assert not _looped("four eight two six one".split())
+
+
+def test_the_encoder_reads_the_audio_and_a_margin_not_the_whole_window(model: Path) -> None:
+    """3 s of speech and Whisper's zero padding to 30 s: the encoder reads 10 s (the least), not 30 s."""
+    from faster_whisper.audio import pad_or_trim
+
+    windowed = _shared_model(str(model), "int8", (5.0, 10.0))
+    speech = booking_samples()[:3 * RATE].astype(np.float32) / 32768.0
+    features = pad_or_trim(windowed.feature_extractor(speech))
+    assert features.shape[-1] == 3000 and not np.any(features[:, 400:])  # the padding is exact zeros
+    assert windowed.encode(features).shape[1] == 1000 // 2  # the convolution halves the frames
+    whole = _shared_model(str(model), "int8")
+    assert whole.encode(features).shape[1] == 3000 // 2
+    long = windowed.feature_extractor(np.concatenate([speech] * 4))  # 12 s of speech: its frames and 5 s more
+    read = long.shape[-1] + 500
+    assert 1700 <= read <= 1702 and windowed.encode(pad_or_trim(long)).shape[1] == (read + read % 2) // 2
 
 
 # -- the model ------------------------------------------------------------------------------------------------
