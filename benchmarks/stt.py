@@ -5,22 +5,28 @@ Every recording goes through the Silero VAD (the recommended setup's 0.16 s stop
 time (:func:`rxvoice.cli.transcribe.transcribe`, recognition inline), so each engine hears the same segments
 with the same pre-roll. The engines:
 
-* ``whisper``: :class:`~rxvoice.services.whisper.WhisperSTT` as shipped (tiny.en, int8, one CTranslate2
-  thread, beam 5, up to 10 s of the caller's previous speech as context);
+* ``whisper``: :class:`~rxvoice.services.whisper.WhisperSTT` as shipped (the model found as WhisperSTT finds it,
+  or ``--size``/``--whisper-model``; int8, one CTranslate2 thread, beam 5, the caller's previous speech as
+  context, the encoder reading the audio and 5 s of padding);
 * ``pocketsphinx``: :class:`~rxvoice.services.stt.PocketSphinxSTT` as shipped;
 * ``pipecat``: Pipecat 1.14's ``WhisperSTTService`` (same model folder, int8) given each segment alone, as
   its segmented STT does (needs ``pip install -e '.[bench]'``; left out when Pipecat is not installed).
 
 The sets (from the data folder given as the argument): ``calls`` (the ten development calls,
-``calls/*.wav`` with their transcripts), ``booking`` (``conversation/booking.wav``) and ``utterances``
-(``turns/*.wav``, the texts of ``labels.csv``). Word error rate is pooled over a set (errors / reference
-words) after both sides are written as spoken words (digits as number words, ``spoken_words``) and the
-fillers "uh", "um", "er", "hmm" dropped. Real-time factor is CPU seconds (all threads of the process) per
-second of audio, silences included, VAD included; min/median/max over ``--runs``. The machine may be shared:
-the ratio against Pipecat, measured in the same run, is the figure to compare.
+``calls/*.wav`` with their transcripts), split in two halves: ``calls-tune`` (:data:`TUNE_CALLS`, the five
+the model and the decoding options were chosen on) and ``calls-held`` (the other five, only reported);
+``booking`` (``conversation/booking.wav``) and ``utterances`` (``turns/*.wav``, the texts of ``labels.csv``).
+
+Word error rate is pooled over a set (errors / reference words). The headline scoring (``WER``) is the
+field's: Whisper's English text normalizer (``whisper-normalizer``, the bench extra) on both sides, after
+three rules it lacks (see :func:`normalised`), with word splits reconciled (:func:`_same_forms`). Beside it:
+``spoken`` (both sides as spoken words, digits as number words, fillers dropped) and ``raw`` (lower case
+without punctuation, nothing else). Real-time factor is CPU seconds (all threads of the process) per second
+of audio, silences included, VAD included; min/median/max over ``--runs``. The machine may be shared: the
+ratio against Pipecat, measured in the same run, is the figure to compare.
 
     python benchmarks/stt.py DATA      # DATA: a folder with calls/, conversation/, turns/; --json, --engines
-    python benchmarks/stt.py DATA --turns    # also the turn decisions on each engine's words
+    python benchmarks/stt.py DATA --per-call --turns    # each call's errors; the turn decisions on the words
 
 Targets: WhisperSTT word error rate <= 0.15 pooled over the calls; real-time factor <= 0.3 on one thread.
 """
