@@ -48,6 +48,7 @@ from rxvoice.services.whisper_model import (
     check_whisper_model,
     find_whisper_model,
     install_whisper_model,
+    whisper_model_spec,
 )
 from rxvoice.testing import FrameMarbles, load_transcript
 from tests.support import booking_paths, turns_dir, whisper_model_path
@@ -311,9 +312,15 @@ def test_a_missing_model_is_one_line_naming_the_install_command(tmp_path: Path,
         find_whisper_model()
 
 
+def _model_files(model: Path) -> list[str]:
+    """The file names of the installed model (tiny.en's or base's)."""
+    spec = whisper_model_spec(model)
+    return list(WHISPER_FILES if spec is None or spec.size == "tiny.en" else spec.files)
+
+
 def _copy_model(model: Path, into: Path, *, spoil: str | None = None) -> Path:
     into.mkdir(parents=True)
-    for name in WHISPER_FILES:
+    for name in _model_files(model):
         if name == spoil:
             data = bytearray((model / name).read_bytes()[:4096])
             data[100] ^= 0xFF
@@ -341,14 +348,14 @@ def test_a_corrupt_model_is_refused_at_construction(model: Path, tmp_path: Path)
 def test_install_checks_every_file_and_refuses_a_mismatch(model: Path, tmp_path: Path) -> None:
     """A source with a spoiled file: refused, nothing installed, nothing left behind; the right files: installed."""
     bad = _copy_model(model, tmp_path / "src-bad", spoil="config.json")
-    target = tmp_path / "cache" / "whisper-tiny.en"
+    target = tmp_path / "cache" / "whisper-model"
     with pytest.raises(ModelError, match="refused and deleted"):
         install_whisper_model(bad, destination=target)
     assert not target.exists() and list(target.parent.iterdir()) == []
     good = _copy_model(model, tmp_path / "src-good")
     assert install_whisper_model(good, destination=target) == target
-    assert sorted(p.name for p in target.iterdir()) == sorted(WHISPER_FILES)
-    assert sorted(p.name for p in target.parent.iterdir()) == ["whisper-tiny.en"]
+    assert sorted(p.name for p in target.iterdir()) == sorted(_model_files(model))
+    assert sorted(p.name for p in target.parent.iterdir()) == ["whisper-model"]
     assert check_whisper_model(target) == target
 
 
