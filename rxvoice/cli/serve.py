@@ -321,6 +321,7 @@ class _Watch:
                    "cause": reason.kind if reason is not None else "other",
                    "probability": None if reason is None or reason.probability is None
                    else round(reason.probability, 4),
+                   "silence": None if reason is None or reason.silence is None else round(reason.silence, 3),
                    "latency": latency, "reopened": reopened is not None, "recovered_from": reopened}
 
         def report() -> None:  # after the step that ended the turn: its verdict has come out by then
@@ -502,13 +503,15 @@ def _stop_with(setup: Setup, analyzer: Any) -> Any:
     """The setup's stop strategy judging with ``analyzer`` (a session's backend analyzer).
 
     The built-in Smart Turn setups are rebuilt on it; a setup registered later builds its own (in process).
+    The recommended stop asks Smart Turn only when its verdict can move the answer (``ask_audio``): a
+    server of many sessions asks it a fraction as often as at every pause.
     """
     from ..audio.recommended import recommended_turn_setup
     from ..turns import TurnAnalyzerStop
 
     try:
         if setup.stop == "smart-turn":
-            overrides: dict[str, Any] = dict(setup.overrides)
+            overrides: dict[str, Any] = {"ask_audio": "when-needed", **dict(setup.overrides)}
             return recommended_turn_setup(analyzer=analyzer, **overrides).stop
         if setup.stop == "smart-turn-only":
             return TurnAnalyzerStop(analyzer, **setup.stop_overrides())
