@@ -37,7 +37,8 @@ runs each N twice, the second time with one more client reconnecting in a
 loop, and prints how far that moved the other sessions' p99.
 
 The last line is ``n=N held=H p50_s=… p90_s=… p99_s=… rss_idle_mb=… lag_p50_s=…
-lag_p90_s=… lag_p99_s=… cpu=… asks_per_call=…`` for the last configuration. Exact commands for the figures are in benchmarks/README.md.
+lag_p90_s=… lag_p99_s=… cpu=… asks_per_call=…`` for the last configuration. Exact commands
+for the figures are in benchmarks/README.md.
 
     python benchmarks/serve.py --n 8 16 24 --stt replay --runs 3
     python benchmarks/serve.py --n 4 --stt pocketsphinx
