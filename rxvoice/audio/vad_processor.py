@@ -349,7 +349,7 @@ class VADBatcher:
         except Exception:  # never lost silently on the thread: the chunks of this flush are skipped
             log.exception("a VAD flush failed on the batcher's thread; its chunks were skipped")
         for scheduler, results in back.values():
-            scheduler.schedule(lambda _s, _st=None, results=results: _hand_back(results))
+            scheduler.schedule(_hand_back, results)
 
     def _flush(self, _scheduler: abc.SchedulerBase | None, _state: Any = None,
                back: dict[int, tuple[abc.SchedulerBase, list[tuple[_VADSession, Any]]]] | None = None) -> None:
@@ -431,7 +431,7 @@ def _later(back: dict[int, tuple[abc.SchedulerBase, list[tuple[_VADSession, Any]
     back.setdefault(id(scheduler), (scheduler, []))[1].append((session, result))
 
 
-def _hand_back(results: list[tuple[_VADSession, Any]]) -> None:
+def _hand_back(_scheduler: abc.SchedulerBase, results: list[tuple[_VADSession, Any]]) -> None:
     """On the sessions' scheduler: each verdict (or error) of a flush made on the batcher's thread, in order."""
     for session, result in results:
         if session.closed:
