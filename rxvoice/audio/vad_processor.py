@@ -431,9 +431,9 @@ def _later(back: dict[int, tuple[abc.SchedulerBase, list[tuple[_VADSession, Any]
     back.setdefault(id(scheduler), (scheduler, []))[1].append((session, result))
 
 
-def _hand_back(_scheduler: abc.SchedulerBase, results: list[tuple[_VADSession, Any]]) -> None:
+def _hand_back(_scheduler: abc.SchedulerBase, results: list[tuple[_VADSession, Any]] | None = None) -> None:
     """On the sessions' scheduler: each verdict (or error) of a flush made on the batcher's thread, in order."""
-    for session, result in results:
+    for session, result in results or ():
         if session.closed:
             continue
         if isinstance(result, Exception):
