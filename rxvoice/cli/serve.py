@@ -528,6 +528,10 @@ def make_app(options: ServeOptions, *, admission: Any = None, deploy: bool = Tru
         stop_strategy(options.setup)  # check the setup now, not when the first caller speaks
     models = Models(options, deploy=deploy)
     SileroVADAnalyzer(16000).close()  # load Silero now
+    if options.setup.stop == "smart-turn":
+        from ..turns.ending import default_words_end
+
+        default_words_end()  # and the words' language model, not on the event loop when the first caller speaks
 
     def build(transport: Any) -> Stage:
         return make_stage(options, transport, models)
