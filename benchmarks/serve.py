@@ -208,24 +208,28 @@ async def client(port: int, call: Call, stt: str, delay: float, held_within: flo
     return result
 
 
-async def reconnect_loop(port: int, stop: asyncio.Event) -> int:
-    """One client that connects, says nothing and leaves, again and again."""
-    n = 0
+async def reconnect_loop(port: int, stop: asyncio.Event) -> tuple[int, int]:
+    """One client that connects, says nothing and leaves, again and again (at once after a refusal too):
+    ``(sessions opened, starts refused)``."""
+    n = refused = 0
     async with aiohttp.ClientSession() as http:
         while not stop.is_set():
-            async with http.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
-                await ws.receive()  # the hello
-            n += 1
-    return n
+            try:
+                async with http.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
+                    await ws.receive()  # the hello
+                n += 1
+            except aiohttp.WSServerHandshakeError:  # 429: this address opens sessions too fast
+                refused += 1
+    return n, refused
 
 
 async def load(port: int, n: int, call: Call, stt: str, stagger: float, held_within: float,
-               reconnect: bool) -> tuple[list[Session], int]:
+               reconnect: bool) -> tuple[list[Session], tuple[int, int]]:
     stop = asyncio.Event()
     looper = asyncio.create_task(reconnect_loop(port, stop)) if reconnect else None
     sessions = list(await asyncio.gather(*(client(port, call, stt, i * stagger / n, held_within) for i in range(n))))
     stop.set()
-    return sessions, (await looper) if looper else 0
+    return sessions, (await looper) if looper else (0, 0)
 
 
 async def idle(port: int, m: int, pid: int) -> tuple[float, float]:
@@ -262,6 +266,7 @@ class Run:
     rss_idle_mb: float
     cpu_idle_ms: float
     reconnects: int = 0
+    refused: int = 0
 
     @property
     def p(self) -> tuple[float, float, float]:
@@ -284,7 +289,7 @@ def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: b
         peak = [rss0]
         cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
 
-        async def measured() -> tuple[list[Session], int]:
+        async def measured() -> tuple[list[Session], tuple[int, int]]:
             async def sample() -> None:
                 while True:
                     peak.append(rss_mb(proc.pid))
@@ -296,7 +301,7 @@ def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: b
             finally:
                 sampler.cancel()
 
-        sessions, reconnects = asyncio.run(measured())
+        sessions, (reconnects, refused) = asyncio.run(measured())
         cpu = (cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - wall0)
     finally:
         proc.terminate()
@@ -310,7 +315,7 @@ def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: b
     missed = sum(1 for s in sessions for x in s.latencies if x is None)
     verdicts = [v for s in sessions for v in s.verdicts_ms]
     return Run(n, held, values, lags, missed, verdicts, sum(s.fallbacks for s in sessions), cpu, (max(peak) - rss0) / n,
-               rss_idle_mb, cpu_idle_ms, reconnects)
+               rss_idle_mb, cpu_idle_ms, reconnects, refused)
 
 
 def main() -> None:
@@ -354,7 +359,7 @@ def main() -> None:
                 for r in runs:
                     p50, p90, p99 = r.p
                     l50, l90, l99 = r.lag
-                    tag = f" (+{r.reconnects} reconnects)" if r.reconnects else ""
+                    tag = f" (+{r.reconnects} reconnects, {r.refused} refused)" if r.reconnects or r.refused else ""
                     print(f"{stt:<13} {n:>3} {r.held:>3}/{n:<3} {p50:>6.2f} {p90:>6.2f} {p99:>6.2f} "
                           f"{l50:>6.2f}/{l90:.2f}/{l99:<5.2f} "
                           f"{pct(r.verdicts_ms, 0.5):>9.0f}/{pct(r.verdicts_ms, 0.99):<9.0f} "

@@ -45,6 +45,10 @@ LIVE_TRANSPORTS: web.AppKey[set[WebSocketAudioTransport]] = web.AppKey("rxvoice_
 ADMISSION: web.AppKey[AdmissionControl] = web.AppKey("rxvoice_admission", AdmissionControl)
 """The key of a :func:`voice_app`'s admission control: ``app[ADMISSION].load()``."""
 
+REFUSAL_DELAY = 1.0
+"""Seconds a start refused for its rate waits before its 429: a client retrying at once costs a sleeping
+request a second, not a busy loop of refusals."""
+
 STATIC = resources.files("rxvoice.transports") / "static"
 """The built-in page (``index.html``, its script and audio worklet): the live turn inspector of ``rxvoice serve``."""
 
@@ -173,6 +177,7 @@ def voice_app(
         if not starts.allow(str(request.remote), asyncio.get_running_loop().time()):
             refusal_log().refused_request("refused a session: %s opens sessions faster than %g a second",
                                           request.remote, starts.rate)
+            await asyncio.sleep(REFUSAL_DELAY)  # the real clock is the point: a loop that retries at once waits
             raise web.HTTPTooManyRequests(text="too many new sessions from this address; wait a moment")
         ws = CappedWebSocketResponse(limits, heartbeat=30.0)
         await ws.prepare(request)

@@ -332,7 +332,13 @@ def test_session_starts_refuse_a_bad_configuration(kwargs: dict[str, Any]) -> No
         SessionStarts(**kwargs)
 
 
-def test_a_client_reconnecting_in_a_loop_is_refused_before_its_websocket_opens_and_a_session_goes_on() -> None:
+def test_a_client_reconnecting_in_a_loop_is_refused_before_its_websocket_opens_and_a_session_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rxvoice.transports import app as app_module
+
+    monkeypatch.setattr(app_module, "REFUSAL_DELAY", 0.05)  # each refusal is held back: kept short here
+
     async def go() -> None:
         app = echo_app(session_starts=SessionStarts(rate=0.5, burst=3))
         server = await serving(app)
