@@ -45,6 +45,10 @@ LIVE_TRANSPORTS: web.AppKey[set[WebSocketAudioTransport]] = web.AppKey("rxvoice_
 ADMISSION: web.AppKey[AdmissionControl] = web.AppKey("rxvoice_admission", AdmissionControl)
 """The key of a :func:`voice_app`'s admission control: ``app[ADMISSION].load()``."""
 
+SESSION_STARTS = (4.0, 32)
+"""The default :class:`~rxvoice.transports.SessionStarts` of a :func:`voice_app`: ``(rate, burst)``, 32 sessions
+from one address at once, then 4 a second."""
+
 REFUSAL_DELAY = 1.0
 """Seconds a start refused for its rate waits before its 429: a client retrying at once costs a sleeping
 request a second, not a busy loop of refusals."""
@@ -132,7 +136,7 @@ def voice_app(
         raise ConfigurationError("a token must be a string of at least 8 characters")
     limits = limits or Limits()
     control: AdmissionControl = admission if admission is not None else Admission(max_sessions)
-    starts = session_starts if session_starts is not None else SessionStarts()
+    starts = session_starts if session_starts is not None else SessionStarts(*SESSION_STARTS)
     folder = Path(str(static if static is not None else STATIC))
     app = web.Application(handler_args={"keepalive_timeout": float(header_timeout)})
     live: set[WebSocketAudioTransport] = set()
