@@ -210,9 +210,11 @@ async def client(port: int, call: Call, stt: str, delay: float, held_within: flo
 
 async def reconnect_loop(port: int, stop: asyncio.Event) -> tuple[int, int]:
     """One client that connects, says nothing and leaves, again and again (at once after a refusal too):
-    ``(sessions opened, starts refused)``."""
+    ``(sessions opened, starts refused)``. It comes from another loopback address (127.0.0.2), as another
+    caller would: the server limits session starts per address."""
     n = refused = 0
-    async with aiohttp.ClientSession() as http:
+    connector = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))
+    async with aiohttp.ClientSession(connector=connector) as http:
         while not stop.is_set():
             try:
                 async with http.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
