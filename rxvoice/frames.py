@@ -50,9 +50,11 @@ from .text.blank import is_blank, repair_surrogates
 __all__ = [
     "DOWN",
     "MAX_SECONDS",
+    "SPECULATION_OUTCOMES",
     "UP",
     "AggregatedTextFrame",
     "AggregationType",
+    "BotBackchannelFrame",
     "BotSpeakingFrame",
     "BotStartedSpeakingFrame",
     "BotStoppedSpeakingFrame",
@@ -60,6 +62,7 @@ __all__ = [
     "ControlFrame",
     "DataFrame",
     "Direction",
+    "EagerEndOfTurnCancelFrame",
     "EndFrame",
     "ErrorFrame",
     "FatalErrorFrame",
@@ -90,6 +93,8 @@ __all__ = [
     "LLMServiceMetadataFrame",
     "LLMSetToolChoiceFrame",
     "LLMSetToolsFrame",
+    "LLMSpeculationEndedFrame",
+    "LLMSpeculativeContextFrame",
     "LLMSummarizeContextFrame",
     "LLMTextFrame",
     "LLMThoughtEndFrame",
@@ -113,6 +118,7 @@ __all__ = [
     "TranscriptionFrame",
     "TranslationFrame",
     "TurnMetricsData",
+    "UserBackchannelFrame",
     "UserIdleTimeoutUpdateFrame",
     "UserMuteStartedFrame",
     "UserMuteStoppedFrame",
@@ -807,14 +813,20 @@ class LLMContextFrame(DataFrame):
     ``context`` is the live, shared :class:`~rxvoice.context.LLMContext`;
     ``snapshot`` is the conversation exactly as it stood when the frame was
     made (a :class:`~rxvoice.context.ContextSnapshot`), which is what a model
-    stage should send.
+    stage should send. ``speculation_id``, when set, says the answer a model
+    stage holds for that :class:`LLMSpeculativeContextFrame` is this
+    request's answer: release it instead of asking again (a stage that holds
+    none, or does not speculate, answers as usual).
     """
 
     context: Any
     snapshot: Any = field(init=False, compare=False, repr=False)
+    speculation_id: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "snapshot", self.context.snapshot)
+        if self.speculation_id is not None:
+            _count(self, "speculation_id", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -890,6 +902,112 @@ class LLMContextAssistantTimestampFrame(DataFrame):
     """When the assistant message just written was committed (ISO 8601)."""
 
     timestamp: str
+
+
+# --------------------------------------------------------------------------
+# Speculation: an answer asked for before the user's turn is decided
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSpeculativeContextFrame(DataFrame):
+    """Asks the model, early, for an answer it must hold: the user's turn is likely, not yet decided, over.
+
+    ``snapshot`` is the conversation with the user's words so far as its
+    last message (the shared conversation is not written). A model stage
+    that speculates answers it into a hold: nothing goes downstream, and
+    **no tool call starts** (an answer that asks for one is dropped, and
+    asked again when the turn ends). An ``LLMContextFrame`` for the same
+    conversation releases what is held at once; an
+    :class:`EagerEndOfTurnCancelFrame` drops it. A stage that does not
+    speculate passes the frame on unanswered, so nothing can come of it
+    (Pipecat sends ``LLMContextFrame(speculation=True)``).
+    """
+
+    snapshot: Any
+    speculation_id: int
+
+    def __post_init__(self) -> None:
+        _count(self, "speculation_id", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class EagerEndOfTurnCancelFrame(SystemFrame):
+    """Withdraws a speculative request (Pipecat's name): its held answer is dropped, nothing of it is said.
+
+    ``speculation_id`` names the request (``None``: whatever is held);
+    ``reason`` says why (the user went on, the words changed, the turn ended
+    without words).
+    """
+
+    speculation_id: int | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.speculation_id is not None:
+            _count(self, "speculation_id", 0)
+
+
+SPECULATION_OUTCOMES = ("released", "dropped", "refused", "failed")
+"""What can become of a speculative request (:class:`LLMSpeculationEndedFrame`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSpeculationEndedFrame(SystemFrame):
+    """What became of a speculative request; a model stage sends it upstream, to the user aggregator.
+
+    ``outcome``: ``released`` (the turn ended with the same conversation:
+    the held answer went out), ``dropped`` (withdrawn, or the conversation
+    changed), ``refused`` (the answer asked for a tool: dropped before any
+    tool started; the turn's end asks again) or ``failed`` (the request
+    failed). ``tokens``: the pieces of the answer streamed for nothing (0
+    when released).
+    """
+
+    speculation_id: int
+    outcome: str
+    reason: str = ""
+    tokens: int = 0
+
+    def __post_init__(self) -> None:
+        _count(self, "speculation_id", 0)
+        _count(self, "tokens", 0)
+        if self.outcome not in SPECULATION_OUTCOMES:
+            raise InvalidFrameFieldError(f"outcome must be one of {SPECULATION_OUTCOMES}, got {self.outcome!r}")
+
+
+# --------------------------------------------------------------------------
+# Backchannels: a continuer from one side while the other speaks
+
+
+@dataclass(frozen=True, slots=True)
+class UserBackchannelFrame(DataFrame):
+    """The user said a continuer ("mm-hmm", "yeah") while the bot spoke: the bot goes on.
+
+    Kept out of the conversation; the user aggregator raises
+    ``on_user_backchannel`` for it. Not a text frame: nothing speaks it.
+    """
+
+    text: str
+    user_id: str = ""
+    timestamp: str = ""
+
+    def __post_init__(self) -> None:
+        _check_text(self)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class BotBackchannelFrame(TTSSpeakFrame):
+    """Asks the synthesizer to say a continuer ("mm-hmm") during a long user turn.
+
+    Spoken without opening a bot turn (nothing is written to the
+    conversation, no ``BotStartedSpeakingFrame``, so the user's turn and the
+    mute strategies do not notice it) and not cut off by an interruption.
+    The assistant aggregator raises ``on_assistant_backchannel`` when it is
+    spoken.
+    """
+
+    interruptible: ClassVar[bool] = False
+    append_to_context: bool = False
 
 
 # --------------------------------------------------------------------------

@@ -51,7 +51,9 @@ class AssistantAggregator(EventfulProcessor):
 
     Events: ``on_assistant_turn_started``, ``on_assistant_turn_stopped``
     (:class:`AssistantTurnStopped`), ``on_assistant_thought``
-    (:class:`AssistantThought`), ``on_error``.
+    (:class:`AssistantThought`), ``on_assistant_backchannel`` (a
+    ``BotBackchannelFrame`` the synthesizer spoke: not a turn, not in the
+    conversation), ``on_error``.
     """
 
     name = "AssistantContextAggregator"

@@ -19,6 +19,7 @@ from ..context import IN_PROGRESS, LLMContext, LLMSpecificMessage
 from ..frames import (
     DOWN,
     UP,
+    BotBackchannelFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     CancelFrame,
@@ -51,6 +52,7 @@ from ..frames import (
 from ..text.parts import concatenate
 from .context_writes import context_update, tool_choice_update, tools_update
 from .reports import (
+    EVENT_ASSISTANT_BACKCHANNEL,
     EVENT_ASSISTANT_THOUGHT,
     EVENT_ASSISTANT_TURN_STARTED,
     EVENT_ASSISTANT_TURN_STOPPED,
@@ -71,7 +73,8 @@ __all__ = [
     "strip_markers",
 ]
 
-ASSISTANT_EVENTS = (EVENT_ASSISTANT_TURN_STARTED, EVENT_ASSISTANT_TURN_STOPPED, EVENT_ASSISTANT_THOUGHT)
+ASSISTANT_EVENTS = (EVENT_ASSISTANT_TURN_STARTED, EVENT_ASSISTANT_TURN_STOPPED, EVENT_ASSISTANT_THOUGHT,
+                    EVENT_ASSISTANT_BACKCHANNEL)
 """The events of the assistant half of a pair (plus ``on_error``)."""
 
 COMPLETED = "COMPLETED"
@@ -189,6 +192,7 @@ class AssistantCore:
         EndFrame, CancelFrame, InterruptionFrame, LLMRunFrame, FunctionCallsStartedFrame,
         FunctionCallInProgressFrame, FunctionCallResultFrame, FunctionCallCancelFrame,
         UserStartedSpeakingFrame, UserStoppedSpeakingFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame,
+        BotBackchannelFrame,
     })
 
     def __init__(self, *, tool_change_messages: bool = False) -> None:
@@ -263,6 +267,11 @@ class AssistantCore:
             self._result(s, port, frame)  # type: ignore[arg-type]
         elif t is FunctionCallCancelFrame:
             self._cancelled(s, port, frame)  # type: ignore[arg-type]
+        elif t is BotBackchannelFrame:
+            # Spoken during the user's turn: no bot turn, nothing written; reported.
+            if port.listens(EVENT_ASSISTANT_BACKCHANNEL):
+                port.event(EVENT_ASSISTANT_BACKCHANNEL, frame)
+            port.emit(frame, direction)
         elif t is BotStartedSpeakingFrame:
             s.bot_speaking = True
             port.emit(frame, direction)

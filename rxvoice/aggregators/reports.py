@@ -13,8 +13,11 @@ EVENT_ASSISTANT_THOUGHT = "on_assistant_thought"
 EVENT_REQUEST_SUMMARIZATION = "on_request_summarization"
 EVENT_SUMMARY_APPLIED = "on_summary_applied"
 EVENT_COMPLETION = "on_completion"
+EVENT_ASSISTANT_BACKCHANNEL = "on_assistant_backchannel"
+"""The bot said a continuer during the user's turn (Pipecat's name; the payload is the ``BotBackchannelFrame``)."""
 
 __all__ = [
+    "EVENT_ASSISTANT_BACKCHANNEL",
     "EVENT_ASSISTANT_THOUGHT",
     "EVENT_ASSISTANT_TURN_STARTED",
     "EVENT_ASSISTANT_TURN_STOPPED",

@@ -33,8 +33,10 @@ from ..turns.config import TurnsConfig
 from ..turns.machine import TurnMachine
 from ..turns.mute import MuteStrategy
 from ..turns.reports import (
+    EVENT_USER_BACKCHANNEL,
     EVENT_USER_MUTE_STARTED,
     EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_CLASSIFIED,
     EVENT_USER_TURN_IDLE,
     EVENT_USER_TURN_INFERENCE_TRIGGERED,
     EVENT_USER_TURN_STARTED,
@@ -52,6 +54,8 @@ TURN_EVENTS = (
     EVENT_USER_TURN_IDLE,
     EVENT_USER_MUTE_STARTED,
     EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_CLASSIFIED,
+    EVENT_USER_BACKCHANNEL,
 )
 """The processor's events: the aggregator's names, minus the message it does not write (plus ``on_error``)."""
 

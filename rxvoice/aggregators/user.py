@@ -31,9 +31,11 @@ from ..frames import (
     LLMRunFrame,
     LLMSetToolChoiceFrame,
     LLMSetToolsFrame,
+    LLMSpeculationEndedFrame,
     SpeechControlParamsFrame,
     StartFrame,
     TranslationFrame,
+    UserBackchannelFrame,
 )
 from ..pipeline.offload import Offload
 from ..pipeline.processor import Port
@@ -43,12 +45,15 @@ from ..turns.controller import TurnController
 from ..turns.machine import TurnMachine
 from ..turns.mute import MuteStrategy
 from ..turns.reports import (
+    EVENT_USER_BACKCHANNEL,
     EVENT_USER_MUTE_STARTED,
     EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_CLASSIFIED,
     EVENT_USER_TURN_IDLE,
     EVENT_USER_TURN_INFERENCE_TRIGGERED,
     EVENT_USER_TURN_MESSAGE_ADDED,
     EVENT_USER_TURN_RECOVERED,
+    EVENT_USER_TURN_SPECULATION,
     EVENT_USER_TURN_STARTED,
     EVENT_USER_TURN_STOP_TIMEOUT,
     EVENT_USER_TURN_STOPPED,
@@ -71,6 +76,9 @@ USER_EVENTS = (
     EVENT_USER_TURN_RECOVERED,
     EVENT_USER_MUTE_STARTED,
     EVENT_USER_MUTE_STOPPED,
+    EVENT_USER_TURN_SPECULATION,
+    EVENT_USER_TURN_CLASSIFIED,
+    EVENT_USER_BACKCHANNEL,
 )
 """The events of the user half of a pair (plus ``on_error``)."""
 
@@ -153,10 +161,12 @@ class _UserSession(TurnShell):
         vad = aggregator.vad
         super().__init__(
             aggregator, port, aggregator.events, aggregator.machine, context=aggregator.context,
-            offload=aggregator.offload, words=lambda shell: UserWords(shell, empty_turn),
+            offload=aggregator.offload,
+            words=lambda shell: UserWords(shell, empty_turn, aggregator.turns.speculation),
             params=None if vad is None else SpeechControlParamsFrame(vad_params=getattr(vad.analyzer, "params", None)),
         )
         self.aggregator = aggregator
+        self.words: UserWords = self.turn.words  # type: ignore[assignment]
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
         self._dispatch: dict[type[Frame], Handler] = self._table()
 
@@ -168,6 +178,7 @@ class _UserSession(TurnShell):
             LLMMessagesAppendFrame: self._messages, LLMMessagesUpdateFrame: self._messages,
             LLMMessagesTransformFrame: self._messages, LLMSetToolsFrame: self._tools,
             LLMSetToolChoiceFrame: self._tool_choice, TranslationFrame: _consumed,
+            LLMSpeculationEndedFrame: self._speculation_ended, UserBackchannelFrame: self._backchannel,
         })
         if self.vad is not None:
             table[InputAudioRawFrame] = self._audio
@@ -249,6 +260,16 @@ class _UserSession(TurnShell):
     def _tool_choice(self, frame: Frame, direction: Direction) -> None:
         self._greet()
         self.write(tool_choice_update(frame))  # type: ignore[arg-type]
+
+    def _speculation_ended(self, frame: Frame, direction: Direction) -> None:
+        self.words.speculation_ended(frame)  # type: ignore[arg-type]
+        self.emit(frame, direction)
+
+    def _backchannel(self, frame: Frame, direction: Direction) -> None:
+        """A continuer (decided here or upstream): reported, kept out of the conversation, passed on."""
+        if self.listens(EVENT_USER_BACKCHANNEL):
+            self.event(EVENT_USER_BACKCHANNEL, frame)
+        self.emit(frame, direction)
 
     def close(self) -> None:
         super().close()

@@ -7,8 +7,12 @@ answered, held for the next one); an inference writes what was gathered as
 one user message and asks the model to answer; a turn with no words at all
 may have the model ask the user to repeat (the empty-turn policy); a turn
 the machine reopens (a false end recovered) takes its continuation into the
-message it already wrote. Nothing here touches a stream: writes, frames and
-events are calls on the shell.
+message it already wrote. With speculation on
+(:mod:`rxvoice.turns.speculation`), a likely end asks the model early with
+the words so far (the finals, and an interim guess after them) on a copy of
+the conversation; the turn's end releases that answer or withdraws it.
+Nothing here touches a stream: writes, frames and events are calls on the
+shell.
 """
 
 from __future__ import annotations
@@ -16,12 +20,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ..context import LLMContext
-from ..frames import DOWN, Direction, Frame, InterimTranscriptionFrame, TranscriptionFrame
+from ..context import ContextSnapshot, LLMContext
+from ..context.messages import text_message, user_message
+from ..frames import (
+    DOWN,
+    Direction,
+    EagerEndOfTurnCancelFrame,
+    Frame,
+    InterimTranscriptionFrame,
+    LLMSpeculationEndedFrame,
+    LLMSpeculativeContextFrame,
+    TranscriptionFrame,
+)
+from ..text.blank import is_blank
 from ..text.parts import Part, concatenate
 from ..turns.config import EmptyUserTurnConfig
 from ..turns.machine import TurnState
-from ..turns.reports import EVENT_USER_TURN_MESSAGE_ADDED, iso8601
+from ..turns.reports import EVENT_USER_TURN_MESSAGE_ADDED, EVENT_USER_TURN_SPECULATION, iso8601
+from ..turns.speculation import Speculation, SpeculationReport, Speculator
 from .reports import UserTurnMessageAdded
 
 __all__ = ["UserWords", "WordsPort"]
@@ -33,8 +49,11 @@ class WordsPort(Protocol):
     def write(self, op: Any) -> bool:
         """Change the conversation (``op(context)``); ``False`` if it refused."""
 
-    def emit_context(self, direction: Direction = DOWN) -> None:
-        """Send the conversation as it stands now."""
+    def emit_context(self, direction: Direction = DOWN, *, speculation_id: int | None = None) -> None:
+        """Send the conversation as it stands now (``speculation_id``: the held answer that stands for it)."""
+
+    def snapshot(self) -> ContextSnapshot:
+        """The conversation as it stands now."""
 
     def messages(self) -> Sequence[Any]:
         """The conversation's messages as they stand now."""
@@ -52,12 +71,18 @@ class WordsPort(Protocol):
 class UserWords:
     """The words of one session's user turns (implements :class:`rxvoice.turns.Words`)."""
 
-    __slots__ = ("empty_turn", "held", "last", "message", "parts", "port", "recoveries", "rejoin", "started_at",
-                 "user_id", "whole")
+    __slots__ = ("empty_turn", "guess", "held", "last", "message", "parts", "port", "recoveries", "rejoin",
+                 "speculator", "started_at", "user_id", "whole")
 
-    def __init__(self, port: WordsPort, empty_turn: EmptyUserTurnConfig | None) -> None:
+    def __init__(
+        self, port: WordsPort, empty_turn: EmptyUserTurnConfig | None, speculation: Speculation | None = None
+    ) -> None:
         self.port = port
         self.empty_turn = empty_turn
+        self.speculator = Speculator(speculation) if speculation is not None else None
+        """One session's speculation (``None``: off)."""
+        self.guess = ""
+        """The latest interim transcript after the last final (words so far for a speculation only)."""
         self.parts: list[Part] = []
         self.held: list[Part] = []
         self.started_at: float | None = None
@@ -85,15 +110,21 @@ class UserWords:
                 self.started_at = now
             self.parts.append(part)
         self.user_id = frame.user_id or self.user_id
+        self.guess = ""
+        if self.speculator is not None and self.speculator.current is not None:
+            self._recheck(now)
 
     def interim(self, frame: InterimTranscriptionFrame, direction: Direction) -> None:
-        return None  # a guess the final transcript will repeat
+        # A guess the final transcript will repeat: never written, only asked with early (speculation).
+        if self.speculator is not None:
+            self.guess = "" if is_blank(frame.text) else frame.text
 
     def pending(self) -> bool:
         return bool(self.parts or self.held)
 
     def reset(self) -> None:
         self.parts.clear()
+        self.guess = ""
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -102,6 +133,8 @@ class UserWords:
         self.whole = ""
         self.message = None
         self.last = None
+        if self.speculator is not None:
+            self.speculator.turn_started()
 
     def commit(self, now: float) -> None:
         """Write what was gathered (a held late tail first) as one user message and ask for the answer."""
@@ -114,11 +147,17 @@ class UserWords:
             return
         text = concatenate(parts)
         self.parts = []
+        self.guess = ""
         if not text:
             return
         port = self.port
         old, self.rejoin = self.rejoin, None
         message = text
+        release = None
+        if self.speculator is not None:
+            release, withdrawn = self.speculator.commit(text, port.snapshot().version, now)
+            if withdrawn is not None:
+                self._cancel(withdrawn, "the turn ended with other words")
         if old is None:
             written = port.write(lambda c: c.add_user_message(text))
         else:
@@ -135,8 +174,13 @@ class UserWords:
             if written and merged:
                 message = joined
         if not written:
+            if release is not None:
+                self._cancel(release, "the words could not be written")
             return
-        port.emit_context(DOWN)
+        if release is None:
+            port.emit_context(DOWN)
+        else:
+            port.emit_context(DOWN, speculation_id=release)
         self.message = message
         if port.listens(EVENT_USER_TURN_MESSAGE_ADDED):
             started = now if self.started_at is None else self.started_at
@@ -147,6 +191,8 @@ class UserWords:
         return self.whole, self.user_id, self.started_at
 
     def finished(self, now: float, turn: TurnState) -> tuple[bool, bool]:
+        self.withdraw(now, "the turn ended without these words")
+        self.guess = ""
         self._ask_again()
         had_words = bool(self.whole)
         if had_words:
@@ -174,6 +220,72 @@ class UserWords:
         self.last = None
         return self.whole
 
+    # -- speculation ---------------------------------------------------------------------------
+
+    def words_so_far(self) -> str:
+        """What a message written now would say, with the latest interim guess after it."""
+        parts = [*self.held, *self.parts]
+        if self.guess:
+            parts.append(Part(self.guess))
+        return concatenate(parts)
+
+    def speculate(self, now: float, words_in: bool = True) -> None:
+        """The turn's end is likely: ask the model, on a copy of the conversation, with the words so far.
+
+        Not for a reopened turn (its words rejoin a message already written),
+        nor before the last speech's words are in unless an interim guess
+        stands for them.
+        """
+        spec = self.speculator
+        if spec is None or self.rejoin is not None or (not words_in and not self.guess):
+            return
+        words = self.words_so_far()
+        if not words:
+            return
+        base = self.port.snapshot()
+        asked, withdrawn = spec.ask(words, base.version, now)
+        if withdrawn is not None:
+            self._cancel(withdrawn, "the words changed")
+        if asked is None:
+            return
+        try:
+            message = text_message(user_message(words), words)
+        except Exception:  # words the conversation would refuse: the turn's end reports them
+            spec.withdraw()
+            return
+        snapshot = ContextSnapshot(base.messages.appended(message), base.tools, base.tool_choice, base.version)
+        self.port.emit(LLMSpeculativeContextFrame(snapshot, asked), DOWN)
+        port = self.port
+        if port.listens(EVENT_USER_TURN_SPECULATION):
+            port.event(EVENT_USER_TURN_SPECULATION, SpeculationReport(asked, "asked", words))
+
+    def withdraw(self, now: float, reason: str = "the user went on") -> None:
+        """Drop the answer asked for early (the user went on, or the turn ended without its words)."""
+        if self.speculator is None:
+            return
+        withdrawn = self.speculator.withdraw()
+        if withdrawn is not None:
+            self._cancel(withdrawn, reason)
+
+    def _recheck(self, now: float) -> None:
+        """New words came: an answer asked for other words is dropped at once (it frees the slot)."""
+        assert self.speculator is not None
+        stale = self.speculator.stale(self.words_so_far(), now)
+        if stale is not None:
+            self._cancel(stale, "the words changed")
+
+    def _cancel(self, speculation_id: int, reason: str) -> None:
+        self.port.emit(EagerEndOfTurnCancelFrame(speculation_id, reason), DOWN)
+
+    def speculation_ended(self, frame: LLMSpeculationEndedFrame) -> None:
+        """The model reports what became of a speculative request: count it, tell the app."""
+        if self.speculator is None:
+            return
+        report = self.speculator.ended(frame.speculation_id, frame.outcome, frame.reason, frame.tokens)
+        port = self.port
+        if port.listens(EVENT_USER_TURN_SPECULATION):
+            port.event(EVENT_USER_TURN_SPECULATION, report)
+
     def _empty_turn(self, turn: TurnState) -> bool:
         """A turn with no words: if it cut the bot off for nothing, have the model ask again (``True``: asked)."""
         cfg = self.empty_turn
@@ -198,6 +310,7 @@ class UserWords:
         self.message = old
 
     def ended(self, now: float) -> None:
+        self.withdraw(now, "the session ended")
         self._ask_again()  # the session ends on a reopened turn: it is answered, nothing of the cut reply stays
         self.whole = ""
         self.started_at = None

@@ -24,11 +24,11 @@ from ..context import ContextSnapshot, LLMContext
 from ..errors import InvalidTranscriptError
 from ..testing import Reply, Transcript, load_transcript
 from ._common import CLIError, choose_model
-from .observations import BotReply, Observation, Turn, Verdict
+from .observations import BotAudio, BotReply, Observation, Speculated, Turn, Verdict
 from .report import describe_setup
 from .runner import Analysis, analyze
 from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, stop_strategy
-from .turns import add_common_options
+from .turns import add_common_options, seconds_between
 from .wav import Recording, read_wav
 
 __all__ = ["SYSTEM_PROMPT", "add_parser", "answer", "run"]
@@ -58,6 +58,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="play it at the speed of speech on asyncio (Smart Turn at its real latency)")
     p.add_argument("--no-smart-turn", action="store_true",
                    help="end turns by a speech timeout even when the Smart Turn model is found")
+    p.add_argument("--first-token-delay", type=seconds_between(0.0, 10.0), metavar="S",
+                   help="the model takes S seconds to its first token and a paced voice speaks the answers: "
+                        "show when the bot's voice starts after each turn")
+    p.add_argument("--speculate", action="store_true",
+                   help="speculative replies: ask the model when the end is likely, hold the answer")
+    p.add_argument("--interim-lag", type=seconds_between(0.0, 10.0), metavar="S",
+                   help="the STT also sends interim words, each S seconds after it is spoken")
     add_common_options(p)
     p.set_defaults(run=run)
 
@@ -100,6 +107,14 @@ class _Printer:
             self.line(o.ended, "", f"turn {o.index} ended {after}{o.reason}{flag}")
         elif isinstance(o, BotReply):
             self.line(o.time, "bot", f'"{o.text}"')
+        elif isinstance(o, BotAudio):
+            self.line(o.time, "bot", "(the bot's voice starts)")
+        elif isinstance(o, Speculated):
+            what = {"asked": "asked the model early (speculation), holding the answer",
+                    "released": "the turn ended with the same words: the held answer goes out now",
+                    "refused": "the held answer asks for a tool: dropped, no tool started; asked again at the end",
+                    }.get(o.outcome, f"the held answer was {o.outcome}: nothing of it is said")
+            self.line(o.time, "", f"({what})")
 
 
 def _context_lines(context: LLMContext) -> list[str]:
@@ -129,6 +144,17 @@ def _summary(analysis: Analysis, setup: Setup, fallback_reason: str | None, wall
             "(the STT's delay). Get it with `rxvoice model install`."
         )
     mode = "real time" if setup.realtime else "virtual time"
+    if setup.first_token_delay is not None:
+        audio = [o.time for o in analysis.observations if isinstance(o, BotAudio)]
+        waits = []
+        for t in turns:
+            after = [a for a in audio if a >= t.ended - 1e-6]
+            if after and t.speech_end is not None and not t.premature:
+                waits.append(after[0] - t.speech_end)
+        if waits:
+            spec = "with speculation" if setup.speculate else "without speculation"
+            lines.append(f"The bot's voice started {min(waits):.2f}–{max(waits):.2f} s after the speech stopped "
+                         f"({spec}; the model takes {setup.first_token_delay:g} s to its first token).")
     lines.append(f"{analysis.recording.duration:.1f} s of conversation in {wall:.2f} s ({mode}).")
     lines.append("Next: `rxvoice turns YOUR.wav --plot timeline.png` analyzes your own recording.")
     return lines
@@ -151,6 +177,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     setup = Setup(
         stop=DEFAULT_SETUP if model is not None else FALLBACK_SETUP, model=model, stt_delay=args.stt_delay,
         model_latency=args.model_latency, tail=1.5, realtime=args.realtime,
+        first_token_delay=args.first_token_delay, speculate=args.speculate, interim_lag=args.interim_lag,
     )
     why = f"{setup.named.title} ({stop_strategy(setup).name}), {because}"
     with _demo_files() as (wav, words):

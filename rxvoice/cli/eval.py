@@ -47,6 +47,7 @@ from ._common import MODEL_HELP, CLIError, UsageError, check_plot, choose_model,
 from .labels import utterance_words
 from .observations import Turn
 from .progress import Progress
+from .replies import ReplyCounts, ReplyResult, reply_results, reply_summary
 from .runner import Analysis, analyze
 from .sample import SAMPLE_NOTE, sample_paths
 from .score import check_transcript
@@ -361,13 +362,28 @@ class RunResult:
     params: dict[str, float]
     recordings: list[tuple[Item, list[PauseResult]]] = field(default_factory=list)
     errors: list[tuple[Path, str]] = field(default_factory=list)
+    replies: list[tuple[list[ReplyResult], ReplyCounts]] = field(default_factory=list)
+    """With ``--first-token-delay``: each recording's first-audio latencies and speculation counts."""
 
     @property
     def totals(self) -> Totals:
         return totals(p for _, ps in self.recordings for p in ps)
 
+    def reply_figures(self) -> dict[str, Any] | None:
+        """The end of speech to the bot's first audio and the speculation counts, over every recording."""
+        if not self.replies:
+            return None
+        results = [r for rs, _ in self.replies for r in rs]
+        counts = sum((c for _, c in self.replies), ReplyCounts())
+        return reply_summary(results, counts)
 
-def _one(job: tuple[Item, Setup, str, float, str | None]) -> tuple[Item, list[PauseResult] | None, str | None]:
+
+_Replies = tuple[list[ReplyResult], ReplyCounts] | None
+
+
+def _one(
+    job: tuple[Item, Setup, str, float, str | None],
+) -> tuple[Item, list[PauseResult] | None, str | None, _Replies]:
     item, setup, words, bot_delay, stt = job
     try:
         recording = read_wav(item.wav)
@@ -379,9 +395,14 @@ def _one(job: tuple[Item, Setup, str, float, str | None]) -> tuple[Item, list[Pa
             analysis = analyze(recording, setup, words=heard, windows=False)
         else:
             analysis = analyze(recording, setup, transcript=transcript, windows=False)
-        return item, judge(item, analysis, bot_delay=bot_delay), None
+        pauses = judge(item, analysis, bot_delay=bot_delay)
+        replies: _Replies = None
+        if setup.first_token_delay is not None:
+            found = [(p.index, p.answered_at) for p in pauses if p.outcome == "found" and p.answered_at is not None]
+            replies = reply_results(transcript, found, analysis)
+        return item, pauses, None, replies
     except (CLIError, RxVoiceError) as exc:
-        return item, None, str(exc)
+        return item, None, str(exc), None
 
 
 def evaluate(
@@ -406,18 +427,21 @@ def evaluate(
             results = list(_stepped(pool.map(_one, work), on_step))
     else:
         results = list(_stepped(map(_one, work), on_step))
-    for n, (item, pauses, error) in enumerate(results):
+    for n, (item, pauses, error, replies) in enumerate(results):
         target = runs[n // len(items)]
         if pauses is None:
             target.errors.append((item.wav, error or "failed"))
         else:
             target.recordings.append((item, pauses))
+            if replies is not None:
+                target.replies.append(replies)
     return runs
 
 
 def _stepped(
-    results: Iterable[tuple[Item, list[PauseResult] | None, str | None]], on_step: Callable[[str], None] | None
-) -> Iterable[tuple[Item, list[PauseResult] | None, str | None]]:
+    results: Iterable[tuple[Item, list[PauseResult] | None, str | None, _Replies]],
+    on_step: Callable[[str], None] | None,
+) -> Iterable[tuple[Item, list[PauseResult] | None, str | None, _Replies]]:
     for result in results:
         if on_step is not None:
             on_step(result[0].wav.name)
@@ -497,6 +521,14 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="a labels.csv 'incomplete' utterance is cut off if answered within S s (default 1.0)")
     p.add_argument("--tail", type=_nonneg, default=4.0, metavar="S",
                    help="seconds of silence played after each recording (default 4)")
+    p.add_argument("--first-token-delay", type=_nonneg, metavar="S",
+                   help="a scripted model answers every turn S seconds after it is asked and a paced voice "
+                        "speaks it: report the end of speech to the bot's first audio")
+    p.add_argument("--speculate", action="store_true",
+                   help="speculative replies: ask the model when the end is likely, hold the answer "
+                        "(with --first-token-delay: report the wasted requests per turn)")
+    p.add_argument("--interim-lag", type=_nonneg, metavar="S",
+                   help="the replayed STT also sends interim words, each S seconds after it is spoken")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="recordings analysed in parallel, in processes (default 1)")
     p.add_argument("--plot", metavar="OUT.png", help="write the cut-offs-against-latency curve as a PNG")
@@ -518,6 +550,7 @@ def _setups(args: argparse.Namespace, model: Path | None) -> list[tuple[Setup, d
         setup = Setup(
             vad=args.vad, stop=args.stop, model=model, stt_delay=args.stt_delay,
             model_latency=args.model_latency, tail=args.tail, overrides=tuple(sorted(params.items())),
+            first_token_delay=args.first_token_delay, speculate=args.speculate, interim_lag=args.interim_lag,
         )
         setup.vad_params  # noqa: B018  (validates the parameters now, not in a worker)
         stop_strategy(setup)
@@ -542,11 +575,27 @@ def _summary(t: Totals) -> str:
     )
 
 
+def _reply_line(setup: Setup, f: dict[str, Any]) -> str:
+    """The bot's first audio after the end of speech, and (with speculation) what it cost."""
+    spec = "speculation on" if setup.speculate else "no speculation"
+    line = (f"first token {setup.first_token_delay:g} s, {spec}: end of speech to the bot's first audio "
+            f"p50 {_fmt(f['first_audio_p50'])}, p90 {_fmt(f['first_audio_p90'])} ({f['answered']} ends), "
+            f"false ends undone before the bot spoke {f['recovered']}")
+    if setup.speculate:
+        line += (f"; speculative requests {f['speculative_asked']} ({f['released']} released, {f['dropped']} dropped, "
+                 f"{f['refused']} refused for a tool), wasted {f['wasted_per_turn']:.2f} a turn, "
+                 f"{f['wasted_tokens']} tokens; tool calls started speculatively: {f['speculative_tool_calls']}")
+    return line
+
+
 def report(runs: Sequence[RunResult], *, detail: bool = False) -> str:
     """The runs as text: per recording, then the totals (and a sweep table)."""
     lines: list[str] = []
     for r in runs:
         lines.append(f"{r.setup.stop} ({_params(r.params)}): {_summary(r.totals)}")
+        figures = r.reply_figures()
+        if figures is not None:
+            lines.append("  " + _reply_line(r.setup, figures))
         if len(runs) == 1 or detail:
             width = max([len(i.wav.name) for i, _ in r.recordings] + [4])
             for item, pauses in r.recordings:
@@ -580,6 +629,7 @@ def to_json(runs: Sequence[RunResult], args: argparse.Namespace) -> dict[str, An
             "vad_stop_secs": r.setup.vad_params.stop_secs,
             "totals": r.totals.as_json(),
             "errors": [{"file": str(p), "error": e} for p, e in r.errors],
+            **({} if r.reply_figures() is None else {"replies": r.reply_figures()}),
             "recordings": [{
                 "file": str(item.wav),
                 "totals": totals(pauses).as_json(),
@@ -672,6 +722,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                            f"or use --stop {FALLBACK_SETUP}")
         model = choice.path
     setups = _setups(args, model)  # the parameters checked before any recording is read
+    from .backchannels import is_backchannel_set, run_backchannels
+
+    if args.paths and is_backchannel_set(args.paths):  # the bot speaks in these: continuers kept, interruptions
+        return run_backchannels(args, setups[0][0], out, err)
     paths = list(args.paths)
     if args.sample or not paths:
         paths += sample_paths()

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "BotAudio",
     "BotReply",
     "Observation",
     "Recovered",
+    "Speculated",
     "SpeechStarted",
     "SpeechStopped",
     "Turn",
@@ -130,4 +132,22 @@ class BotReply:
     text: str
 
 
-Observation = SpeechStarted | SpeechStopped | Words | Verdict | TurnStarted | Turn | BotReply | Recovered
+@dataclass(frozen=True)
+class BotAudio:
+    """The bot's voice started (the synthesizer's first audio of a reply)."""
+
+    time: float
+
+
+@dataclass(frozen=True)
+class Speculated:
+    """A speculative request was asked, or ended (``outcome``: ``asked``, ``released``, ``dropped``, ...)."""
+
+    time: float
+    outcome: str
+    tokens: int = 0
+
+
+Observation = (
+    SpeechStarted | SpeechStopped | Words | Verdict | TurnStarted | Turn | BotReply | Recovered | BotAudio | Speculated
+)

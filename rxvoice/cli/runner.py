@@ -19,6 +19,14 @@ virtual seconds, so a run is fast and gives the same result every time. With
 ``realtime=True`` it runs on an asyncio loop against the wall clock and the
 model's real latency.
 
+With ``setup.first_token_delay`` set, a scripted model answers each turn
+(:func:`rxvoice.cli.answers.scripted_answer`, or ``answer``) that many
+seconds after it is asked, and a paced synthesizer speaks the answer
+(``ScriptedLLM → PacedTextTTS → pair.assistant()``), so the bot's first
+audio after each turn is observed; with ``setup.speculate`` the user
+aggregator asks early (``TurnsConfig(speculate=True)``) and each speculative
+request is observed too.
+
 What happens is reported as :data:`Observation` values (in time order, to a
 callback as it happens and in :attr:`Analysis.observations`). Each turn end
 says which strategy decided it, why, and how long after the end of speech:
@@ -57,13 +65,18 @@ from ..pipeline.bridges import loop_scheduler
 from ..pipeline.processor import Port, Processor
 from ..pipeline.session import Session
 from ..pipeline.stage import Stage
+from ..services.tts import PacedTextTTS
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
-from ..turns import TurnsConfig
+from ..turns import TranscriptionStart, TurnsConfig, VADStart
+from ..turns.backchannel import BackchannelStart
+from ..turns.speculation import SpeculationReport
 from .observations import (
+    BotAudio,
     BotReply,
     Observation,
     Recovered,
+    Speculated,
     SpeechStarted,
     SpeechStopped,
     Turn,
@@ -93,6 +106,8 @@ class Analysis:
     context: LLMContext | None = None
     stt: Transcript | None = None
     """What the STT said and when: the transcript, or the placeholders made from the VAD."""
+    model: ScriptedLLM | None = None
+    """The scripted model, when the run had one (its runs, speculative runs and tool calls)."""
 
     def of(self, kind: type[Any]) -> list[Any]:
         """The observations of one kind, in order."""
@@ -308,6 +323,11 @@ class _Collector:
             for d in frame.data:
                 if isinstance(d, F.TurnMetricsData):
                     self.add(Verdict(t, d.is_complete, float(d.probability)))
+        elif isinstance(frame, F.BotStartedSpeakingFrame):
+            self.add(BotAudio(t))
+
+    def speculated(self, _agg: object, report: SpeculationReport) -> None:
+        self.add(Speculated(self.now(), report.outcome, report.tokens))
 
     def turn_started(self, _agg: object, _strategy: object = None) -> None:
         self.turn_index += 1
@@ -395,7 +415,14 @@ def analyze(
         confidences, spans = first_pass(chunks, setup)
     stt = transcript if transcript is not None else words or placeholder_transcript(spans, setup.stt_delay)
     context = context if context is not None else LLMContext()
-    pair = Pair(context, turns=TurnsConfig(stop=[stop_strategy(setup)]))
+    start = (BackchannelStart(), VADStart(), TranscriptionStart()) if setup.backchannels else None
+    pair = Pair(context, turns=TurnsConfig(start=start, stop=[stop_strategy(setup)], speculate=setup.speculate))
+    speaks = setup.first_token_delay is not None
+    if speaks and answer is None:
+        from .answers import scripted_answer
+
+        answer = scripted_answer
+    model: list[ScriptedLLM] = []
     items, end = _audio(chunks)
     subscriptions = CompositeDisposable()
 
@@ -415,9 +442,16 @@ def analyze(
             _Tap((F.MetricsFrame,), collector.frame),
         ]
         if answer is not None:
-            stages.extend([ScriptedLLM(answer), pair.assistant()])
+            llm = ScriptedLLM(answer, first_token_delay=setup.first_token_delay or 0.0)
+            model.append(llm)
+            stages.append(llm)
+            if speaks:  # the bot's voice: its first audio after each turn is what the caller waits for
+                stages.extend([PacedTextTTS(words_per_minute=170), _Tap((F.BotStartedSpeakingFrame,), collector.frame)])
+            stages.append(pair.assistant())
             pair.assistant().events.on("on_assistant_turn_stopped", collector.bot)
         user = pair.user()
+        if setup.speculate:
+            user.events.on("on_user_turn_speculation", collector.speculated)
         user.events.on("on_user_turn_started", collector.turn_started)
         user.events.on("on_user_turn_stopped", collector.turn_stopped)
         if "on_user_turn_recovered" in user.events.names:  # the one place recoveries are counted
@@ -425,7 +459,8 @@ def analyze(
         if not setup.realtime:
             user.offload = SchedulerOffload(scheduler, setup.model_latency)
         # The transcript is subscribed right after the audio: time 0 is the audio's start.
-        down = reactivex.merge(_timeline(items, collector.restart), replay_transcript(stt, delay=setup.stt_delay))
+        down = reactivex.merge(_timeline(items, collector.restart),
+                               replay_transcript(stt, delay=setup.stt_delay, interim_lag=setup.interim_lag))
         out_down, out_up = pipeline(*stages).duplex(down, reactivex.never())
         subscriptions.add(out_up.subscribe(lambda _f: None, lambda _e: None, scheduler=scheduler))
         subscriptions.add(out_down.subscribe(lambda _f: None, lambda _e: None, scheduler=scheduler))
@@ -441,7 +476,8 @@ def analyze(
         collector.flush()
     finally:
         subscriptions.dispose()
-    return Analysis(recording, setup, transcript, collector.observations, confidences, context, stt)
+    return Analysis(recording, setup, transcript, collector.observations, confidences, context, stt,
+                    model[0] if model else None)
 
 
 async def _realtime(run: Callable[[abc.SchedulerBase], _Collector], seconds: float) -> _Collector:

@@ -63,7 +63,16 @@ from ..services.stt import (
 from ..services.tts import EspeakTTS, OpenAISpeechTTS, PacedTextTTS, TTSService
 from ..services.whisper import WhisperSTT
 from ..testing import Reply, ScriptedLLM
-from ..turns import TurnsConfig
+from ..turns import (
+    BackchannelStart,
+    ClassifierStop,
+    CompletionClassifier,
+    TranscriptionStart,
+    TurnCompletionClassifier,
+    TurnsConfig,
+    VADStart,
+)
+from ..turns.strategy import StopStrategy
 from ._common import MODEL_HELP, CLIError, need_module, port_number, positive_int
 from .server import INFERENCE_CHOICES, Models, listen, loopback, self_signed_certificate, serve_forever, tls_context
 from .setups import DEFAULT_SETUP, FALLBACK_SETUP, Setup, setup_names, stop_help, stop_strategy
@@ -126,6 +135,13 @@ class ServeOptions:
         inference_timeout: Seconds a verdict is waited for before the fallback.
         workers: Server processes sharing the port.
         tls: ``(certificate, key)`` to serve https.
+        speculate: Speculative replies (``TurnsConfig(speculate=True)``): the model is asked when the
+            end is likely and its answer held; the page is told of each request and what became of it.
+        backchannels: A ``BackchannelStart`` first in the start chain: "mm-hmm" while the bot speaks
+            does not interrupt it.
+        classifier: ``rules`` or ``model``: the stop strategy's end is asked again by a
+            ``ClassifierStop`` (the completion rules, or the OpenAI-compatible model); ``None``: not.
+        first_token_delay: The scripted model's seconds to its first token.
     """
 
     stt: str = "pocketsphinx"
@@ -145,6 +161,10 @@ class ServeOptions:
     workers: int = 1
     tls: tuple[Path, Path] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    speculate: bool = False
+    backchannels: bool = False
+    classifier: str | None = None
+    first_token_delay: float = 0.2
 
     def __post_init__(self) -> None:
         if self.max_sessions is None and self.max_connections is not None:
@@ -160,10 +180,32 @@ class ServeOptions:
         return Setup(stop=self.stop, model=self.model, speech_timeout=self.speech_timeout)
 
     def describe(self) -> dict[str, Any]:
+        talk: dict[str, Any] = {}
+        if self.speculate:
+            talk["speculate"] = True
+        if self.backchannels:
+            talk["backchannels"] = True
+        if self.classifier is not None:
+            talk["classifier"] = self.classifier
         return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
                 "vad_stop_secs": self.setup.vad_params.stop_secs,
                 "speech_timeout": self.speech_timeout if self.setup.named.uses_speech_timeout else None,
-                "inference": self.inference, "max_sessions": self.max_sessions}
+                "inference": self.inference, "max_sessions": self.max_sessions, **talk}
+
+    def turns(self, stop: StopStrategy[Any]) -> TurnsConfig:
+        """The turn settings around ``stop``: classifier-gated if asked, backchannels, speculation."""
+        if self.classifier is not None:
+            stop = ClassifierStop(stop, _classifier(self.classifier))
+        start = (BackchannelStart(), VADStart(), TranscriptionStart()) if self.backchannels else None
+        return TurnsConfig(start=start, stop=[stop], speculate=self.speculate)
+
+
+def _classifier(choice: str) -> TurnCompletionClassifier:
+    if choice == "model":
+        from ..services.openai import OpenAITurnClassifier
+
+        return OpenAITurnClassifier(os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    return CompletionClassifier()
 
 
 # -- what the page is told ---------------------------------------------------------------------
@@ -291,6 +333,16 @@ class _Watch:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(report)
 
+    def speculation(self, _agg: object, report: Any) -> None:
+        self.send("speculation", id=report.speculation_id, outcome=report.outcome, words=report.words,
+                  reason=report.reason)
+
+    def backchannel(self, _agg: object, frame: Any) -> None:
+        self.send("backchannel", text=getattr(frame, "text", ""))
+
+    def classified(self, _agg: object, verdict: Any) -> None:
+        self.send("classified", outcome=verdict.outcome, ended=verdict.ended, waited=verdict.waited)
+
     def fallback(self, fallback: InferenceFallback) -> None:
         """An inference backend was slow or failed: the page is told what was decided without it (any thread)."""
         self.send("fallback", question=fallback.kind, backend=fallback.backend, reason=fallback.reason,
@@ -390,12 +442,12 @@ def make_tts(choice: str) -> TTSService:
     return PacedTextTTS()
 
 
-def make_llm(choice: str) -> Stage:
+def make_llm(choice: str, first_token_delay: float = 0.2) -> Stage:
     if choice == "openai":
         from ..services.openai import OpenAILLM
 
         return OpenAILLM(os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
-    return ScriptedLLM(reply_to, token_delay=0.03, first_token_delay=0.2)
+    return ScriptedLLM(reply_to, token_delay=0.03, first_token_delay=first_token_delay)
 
 
 def make_stage(options: ServeOptions, transport: Any, models: Models | None = None) -> Stage:
@@ -415,8 +467,11 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
     turn_analyzer = models.turn_analyzer(watch.fallback) if models is not None else None
     stop = _stop_with(setup, turn_analyzer) if turn_analyzer is not None else stop_strategy(setup)
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
-    pair = Pair(context, turns=TurnsConfig(stop=[stop]))
+    pair = Pair(context, turns=options.turns(stop))
     user, assistant = pair.user(), pair.assistant()
+    user.events.on("on_user_turn_speculation", watch.speculation)
+    user.events.on("on_user_backchannel", watch.backchannel)
+    user.events.on("on_user_turn_classified", watch.classified)
     if turn_analyzer is not None:
         from ..inference import waiter_offload
 
@@ -438,7 +493,7 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
     stages: list[Stage] = [vad] if stt is None else [vad, stt]
     return pipeline(
         *stages, _Inspector(watch, heard, audio=True), user,
-        _Inspector(watch, (MetricsFrame,)), make_llm(options.llm), make_tts(options.tts),
+        _Inspector(watch, (MetricsFrame,)), make_llm(options.llm, options.first_token_delay), make_tts(options.tts),
         _Inspector(watch, spoken), transport.output(), assistant,
     )
 
@@ -513,6 +568,17 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--model", metavar="PATH", help=MODEL_HELP)
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                    help="another page allowed to connect (http://host:port); repeatable")
+    p.add_argument("--speculate", action="store_true",
+                   help="speculative replies: ask the model when the end is likely and hold the answer (faster "
+                        "answers, some requests paid for nothing)")
+    p.add_argument("--backchannels", action="store_true",
+                   help="a short 'mm-hmm' or 'yeah' while the bot speaks does not interrupt it")
+    p.add_argument("--classifier", choices=("rules", "model"),
+                   help="ask a turn-completion classifier (the completion rules, or the OPENAI_BASE_URL model) "
+                        "before each turn end: complete, short pause or long pause")
+    p.add_argument("--first-token-delay", type=seconds_between(0.0, 10.0), default=0.2, metavar="S",
+                   help="the scripted model's seconds to its first token (default 0.2; 0.5 makes speculation "
+                        "easy to hear)")
     _add_server_arguments(p)
     p.set_defaults(run=run)
 
@@ -575,8 +641,15 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
         why = "OPENAI_BASE_URL is set: the OpenAI-compatible model" if llm == "openai" else "--stt/--tts openai"
         raise CLIError(f"{why} needs the httpx package: pip install 'rxvoice[openai]' "
                        "(from a clone: .venv/bin/pip install -e '.[openai]')")
+    classifier = getattr(args, "classifier", None)
+    if classifier == "model" and llm != "openai":
+        raise CLIError("--classifier model asks the OpenAI-compatible model: set OPENAI_BASE_URL (or use "
+                       "--classifier rules)")
+    talk: dict[str, Any] = {"speculate": bool(getattr(args, "speculate", False)),
+            "backchannels": bool(getattr(args, "backchannels", False)), "classifier": classifier,
+            "first_token_delay": float(getattr(args, "first_token_delay", 0.2))}
     return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
-                        llm=llm, allowed_origins=tuple(args.allow_origin), **_server_options(args, stt, err))
+                        llm=llm, allowed_origins=tuple(args.allow_origin), **_server_options(args, stt, err), **talk)
 
 
 def _server_options(args: argparse.Namespace, stt: str, err: TextIO) -> dict[str, Any]:

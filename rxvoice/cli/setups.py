@@ -153,6 +153,12 @@ class Setup:
             ``model_latency`` is then not used).
         overrides: ``(name, value)`` pairs: VAD parameters (``stop_secs``, ``min_volume``, ...)
             and stop-strategy parameters (``patience``, ...) to use instead of the defaults.
+        first_token_delay: with a value, a scripted model answers each turn after this many
+            seconds to its first token and a paced synthesizer speaks it, so the run measures the
+            end of speech to the bot's first audio (``None``: turn ends only).
+        speculate: speculative replies (``TurnsConfig(speculate=True)``).
+        interim_lag: the replayed STT also sends interim words, each this long after it was spoken.
+        backchannels: a ``BackchannelStart`` first in the start chain (continuers do not barge in).
 
     Raises:
         CLIError: an unknown setup name; ``UsageError``: a parameter the setup does not have.
@@ -167,6 +173,10 @@ class Setup:
     tail: float = 4.0
     realtime: bool = False
     overrides: tuple[tuple[str, float], ...] = ()
+    first_token_delay: float | None = None
+    speculate: bool = False
+    interim_lag: float | None = None
+    backchannels: bool = False
 
     def __post_init__(self) -> None:
         parameters = self.named.parameters
@@ -213,7 +223,21 @@ class Setup:
             "stt_delay": self.stt_delay,
             "tail": self.tail,
             "realtime": self.realtime,
+            **self._talk(),
         }
+
+    def _talk(self) -> dict[str, Any]:
+        """The reply, speculation and backchannel settings, when any is set (the default schema stays as it was)."""
+        talk: dict[str, Any] = {}
+        if self.first_token_delay is not None:
+            talk["first_token_delay"] = self.first_token_delay
+        if self.speculate:
+            talk["speculate"] = True
+        if self.interim_lag is not None:
+            talk["interim_lag"] = self.interim_lag
+        if self.backchannels:
+            talk["backchannels"] = True
+        return talk
 
 
 def stop_strategy(setup: Setup) -> StopStrategy[Any]:

@@ -126,7 +126,11 @@ class RayServeBackend:
     Args:
         address: The Ray cluster (``host:port`` of its head, or ``ray://host:port``); ``None``: the Ray
             instance this process already runs (``ray.init()`` done by the caller), or a new local one.
-        model, stt, max_batch, batch_wait, replicas: As for :func:`inference_app` (when deploying).
+        model: As for :func:`inference_app` (when deploying).
+        stt: As for :func:`inference_app`.
+        max_batch: As for :func:`inference_app`.
+        batch_wait: As for :func:`inference_app`.
+        replicas: As for :func:`inference_app`.
         deploy: Deploy the application (else use the one already running under ``app_name``).
         app_name: The Serve application's name.
         connect_timeout: Seconds to wait for the address to answer.

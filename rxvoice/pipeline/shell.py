@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Protocol
 
 from reactivex import abc
 
-from ..context import LLMContext
+from ..context import ContextSnapshot, LLMContext
 from ..errors import RxVoiceError, ServiceError
 from ..events import NO_PAYLOAD, EventRegistry, contain
 from ..frames import DOWN, Direction, Frame, LLMContextFrame
@@ -105,12 +105,15 @@ class StageShell:
         else:
             self.link.emit_up(frame)
 
-    def emit_context(self, direction: Direction = DOWN) -> None:
-        """Send the conversation as it stands now (an ``LLMContextFrame``) in ``direction``."""
+    def emit_context(self, direction: Direction = DOWN, *, speculation_id: int | None = None) -> None:
+        """Send the conversation as it stands now (an ``LLMContextFrame``) in ``direction``.
+
+        ``speculation_id``: the held speculative answer that stands for this request.
+        """
         if self.closed:
             return
         assert self.context is not None
-        self.emit(LLMContextFrame(self.context), direction)
+        self.emit(LLMContextFrame(self.context, speculation_id=speculation_id), direction)
 
     # -- timers -------------------------------------------------------------------------------
 
@@ -157,6 +160,11 @@ class StageShell:
     def messages(self) -> Sequence[Any]:
         """The shared conversation's messages as they stand now."""
         return self.context.messages if self.context is not None else ()
+
+    def snapshot(self) -> ContextSnapshot:
+        """The shared conversation as it stands now."""
+        assert self.context is not None
+        return self.context.snapshot
 
     def write(self, op: Callable[[LLMContext], Any]) -> bool:
         """Change the shared conversation; a write it refuses is reported (``False``)."""

@@ -9,7 +9,12 @@ What goes in, downstream: streamed ``LLMTextFrame``/``TextFrame`` (grouped
 into sentences here, with :class:`~rxvoice.text.SimpleTextAggregator`),
 ``AggregatedTextFrame`` (an upstream ``Sentence`` or ``LLMText`` already
 grouped it: spoken as it is) and ``TTSSpeakFrame`` (say this, no model). Text
-marked ``skip_tts`` is not spoken and goes on in its place. Each unit is
+marked ``skip_tts`` is not spoken and goes on in its place. A
+``BotBackchannelFrame`` (a continuer the app says during a long user turn)
+is spoken without a bot turn: no started/stopped or bot-speaking frames,
+nothing for the conversation; the frame itself goes downstream as it starts
+(the assistant aggregator raises ``on_assistant_backchannel``), and an
+interruption does not cut it off. Each unit is
 synthesized off the session (on ``offload``), the next one while the current
 one plays.
 

@@ -24,6 +24,7 @@ from ..frames import (
     DOWN,
     AggregatedTextFrame,
     AggregationType,
+    BotBackchannelFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     CancelFrame,
@@ -79,11 +80,13 @@ _BACKSTOP = 86_400.0  # the link's own bound on a held end of input (the stage's
 class _Unit:
     """One piece of text to speak, its synthesis, and how far its playback got."""
 
-    __slots__ = ("append", "chunk", "future", "next_word", "speech", "started", "text", "timer")
+    __slots__ = ("append", "backchannel", "chunk", "future", "next_word", "speech", "started", "text", "timer")
 
-    def __init__(self, text: str, append: bool) -> None:
+    def __init__(self, text: str, append: bool, backchannel: BotBackchannelFrame | None = None) -> None:
         self.text = text
         self.append = append
+        self.backchannel = backchannel
+        """The bot's continuer this unit speaks: no bot turn, no bot-speaking notices, not interrupted."""
         self.future: concurrent.futures.Future[Any] | None = None
         self.speech: Speech | None = None
         self.started: float | None = None
@@ -132,6 +135,8 @@ class _TTSSession:
         elif t is TTSSpeakFrame:
             self._flush()
             self._say(frame.text, frame.append_to_context)  # type: ignore[attr-defined]
+        elif t is BotBackchannelFrame:
+            self._say(frame.text, False, frame)  # type: ignore[attr-defined, arg-type]
         elif t is InterruptionFrame:
             self._interrupt(frame)
         elif t is CancelFrame:
@@ -182,11 +187,11 @@ class _TTSSession:
         if rest is not None:
             self._say(rest.text, self.append)
 
-    def _say(self, text: str, append: bool) -> None:
+    def _say(self, text: str, append: bool, backchannel: BotBackchannelFrame | None = None) -> None:
         text = " ".join(text.split())
         if not _WORDLESS.search(text):
             return  # nothing to pronounce
-        self.queue.append(_Unit(text, append))
+        self.queue.append(_Unit(text, append, backchannel))
         self._synthesize_next()
         self._play()
 
@@ -297,6 +302,13 @@ class _TTSSession:
 
     def _start(self, unit: _Unit) -> None:
         port = self.port
+        if unit.backchannel is not None:
+            # A continuer during the user's turn: spoken, announced as itself, never as a bot turn.
+            port.push_down(unit.backchannel)
+            self.playing = unit
+            unit.started = port.time()
+            self._tick()
+            return
         if not self.tts_started:
             self.tts_started = True
             port.push_down(TTSStartedFrame())
@@ -369,13 +381,29 @@ class _TTSSession:
         self.aggregator.reset()
 
     def _interrupt(self, frame: Frame) -> None:
+        playing = self.playing
+        spared = playing if playing is not None and playing.backchannel is not None else None
+        if spared is not None:
+            self.playing = None  # a continuer being said is not cut off: it plays on
         self._drop_units()
-        kept = [i for i in self.queue if not isinstance(i, _Unit) and not i[0].interruptible]
+        kept = [i for i in self.queue if (isinstance(i, _Unit) and i.backchannel is not None)
+                or (not isinstance(i, _Unit) and not i[0].interruptible)]
         self.queue.clear()
         self.port.push_down(frame)
         self._speech_over(True)
-        for f, d in kept:
-            self.port.push(f, d)
+        units = [i for i in kept if isinstance(i, _Unit)]
+        for unit in units:
+            if unit.speech is None:
+                unit.future = None  # its synthesis was cancelled with the rest: it is asked again
+        for item in kept:
+            if not isinstance(item, _Unit):
+                self.port.push(item[0], item[1])
+        self.queue.extend(units)
+        if spared is not None:
+            self.playing = spared
+        else:
+            self._synthesize_next()
+            self._play()
         self._end_input()
 
     def _stop_all(self) -> None:

@@ -21,7 +21,7 @@ from reactivex.scheduler import TimeoutScheduler
 from ..errors import InvalidTranscriptError
 from ..frames import Frame, InterimTranscriptionFrame, TranscriptionFrame
 
-__all__ = ["Segment", "Transcript", "load_transcript", "replay_transcript"]
+__all__ = ["Segment", "Transcript", "load_transcript", "replay_transcript", "streamed_words"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,21 @@ def load_transcript(source: str | Path | Mapping[str, Any]) -> Transcript:
     return Transcript(segments, data.get("sample_rate"), data.get("duration"))
 
 
+def streamed_words(segment: Segment, lag: float) -> list[tuple[float, str]]:
+    """``(time, words so far)`` as a streaming STT would send them for ``segment``, ``lag`` after each word."""
+    words = segment.text.split()
+    if not words:
+        return []
+    total = sum(len(w) + 1 for w in words)
+    span = max(0.0, segment.end - segment.start)
+    out: list[tuple[float, str]] = []
+    said = 0
+    for i, w in enumerate(words):
+        said += len(w) + 1
+        out.append((segment.start + span * said / total + lag, " ".join(words[: i + 1])))
+    return out
+
+
 def replay_transcript(
     transcript: Transcript | str | Path | Mapping[str, Any],
     *,
@@ -90,6 +105,7 @@ def replay_transcript(
     user_id: str = "user",
     interims: bool = False,
     offset: float = 0.0,
+    interim_lag: float | None = None,
 ) -> Observable[Frame]:
     """Finalized transcriptions at ``segment.end + delay`` seconds after subscription.
 
@@ -99,6 +115,10 @@ def replay_transcript(
         user_id: Who speaks.
         interims: Also emit an interim guess (the first half of the words) mid-segment.
         offset: Seconds added to every time (e.g. to line up with audio started later).
+        interim_lag: Interims as a streaming STT sends them: the words so far,
+            each word ``interim_lag`` seconds after it was spoken (the
+            segment's time spread over its words by their length), the whole
+            segment last; none later than the final.
     """
     t = transcript if isinstance(transcript, Transcript) else load_transcript(transcript)
     delays = [float(delay)] * len(t.segments) if isinstance(delay, int | float) else [float(d) for d in delay]
@@ -106,6 +126,9 @@ def replay_transcript(
         raise InvalidTranscriptError(f"{len(delays)} delays for {len(t.segments)} segments")
     timeline: list[tuple[float, Frame]] = []
     for seg, d in zip(t.segments, delays, strict=True):
+        if interim_lag is not None:
+            timeline.extend((offset + when, InterimTranscriptionFrame(words, user_id=user_id))
+                            for when, words in streamed_words(seg, interim_lag) if when < seg.end + d)
         if interims:
             words = seg.text.split()
             guess = " ".join(words[: max(1, len(words) // 2)])

@@ -16,6 +16,15 @@ import warnings
 from typing import Any
 
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
+from .backchannel import BackchannelStart, is_continuer, register_backchannels
+from .classifier import (
+    ClassifierStop,
+    ClassifyRequest,
+    CompletionClassifier,
+    TurnClassified,
+    TurnCompletion,
+    TurnCompletionClassifier,
+)
 from .completion import (
     Completion,
     CompletionRules,
@@ -47,6 +56,7 @@ from .mute import (
     MuteUntilFirstBotComplete,
 )
 from .reasons import REASON_KINDS, TurnEndReason
+from .speculation import Speculation, SpeculationReport
 from .start import ExternalStart, MinWordsStart, TranscriptionStart, VADStart, WakePhraseStart
 from .stop import (
     TRANSCRIPT_GRACE,
@@ -66,7 +76,11 @@ __all__ = [
     "TRANSCRIPT_GRACE",
     "AlwaysUserMute",
     "AnalyzerSession",
+    "BackchannelStart",
+    "ClassifierStop",
+    "ClassifyRequest",
     "Completion",
+    "CompletionClassifier",
     "CompletionRules",
     "CompletionVerdict",
     "Deferred",
@@ -87,6 +101,8 @@ __all__ = [
     "MuteUntilFirstBotComplete",
     "RecordingPort",
     "ResultBack",
+    "Speculation",
+    "SpeculationReport",
     "SpeechTimeoutStop",
     "StartStrategy",
     "StopStrategy",
@@ -94,6 +110,9 @@ __all__ = [
     "TimerFired",
     "TranscriptionStart",
     "TurnAnalyzerStop",
+    "TurnClassified",
+    "TurnCompletion",
+    "TurnCompletionClassifier",
     "TurnController",
     "TurnEndReason",
     "TurnMachine",
@@ -111,7 +130,9 @@ __all__ = [
     "completion_rules",
     "default_start_strategies",
     "default_stop_strategies",
+    "is_continuer",
     "judge_completion",
+    "register_backchannels",
     "register_completion",
     "turn_step",
 ]

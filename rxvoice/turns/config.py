@@ -9,6 +9,7 @@ from typing import Any
 from .._seconds import optional_seconds
 from ..errors import ConfigurationError
 from .mute import MuteStrategy
+from .speculation import Speculation
 from .start import ExternalStart, TranscriptionStart, VADStart
 from .stop import ExternalStop, SpeechTimeoutStop
 from .strategy import StartStrategy, StopStrategy, Strategy
@@ -159,6 +160,13 @@ class TurnsConfig:
             words join the same user message, the whole turn is answered
             once; ``on_user_turn_recovered`` reports it). ``0`` turns
             recovery off.
+        speculate: Speculative replies (:class:`~rxvoice.turns.speculation.Speculation`,
+            or ``True`` for its defaults; off by default): when a stop
+            strategy sees the end coming (``Likely``), the model is asked
+            early with the words so far and its answer held, released at
+            once if the turn ends with those words, dropped (and counted)
+            if not. Faster answers for tokens sometimes paid for nothing;
+            no tool call ever starts from a held answer.
     """
 
     start: Sequence[StartStrategy[Any]] | None = None
@@ -171,8 +179,15 @@ class TurnsConfig:
     empty_turn: EmptyUserTurnConfig | None = field(default_factory=EmptyUserTurnConfig)
     late_transcript_window: float = 1.0
     recovery_window: float = RECOVERY_WINDOW
+    speculate: Speculation | bool | None = None
 
     def __post_init__(self) -> None:
+        if self.speculate is True:
+            object.__setattr__(self, "speculate", Speculation())
+        elif self.speculate is False:
+            object.__setattr__(self, "speculate", None)
+        elif self.speculate is not None and not isinstance(self.speculate, Speculation):
+            raise ConfigurationError(f"speculate must be a Speculation, True or None, got {self.speculate!r}")
         if self.strategies is not None and (self.start is not None or self.stop is not None):
             raise ConfigurationError("give either strategies= or start=/stop=, not both")
         if self.strategies is not None and not isinstance(self.strategies, UserTurnStrategies):
@@ -190,6 +205,11 @@ class TurnsConfig:
             if not isinstance(m, MuteStrategy):
                 raise ConfigurationError(f"{m!r} is not a mute strategy")
         self.chains()  # validate now, not at run time
+
+    @property
+    def speculation(self) -> Speculation | None:
+        """The speculation settings (``None``: off)."""
+        return self.speculate if isinstance(self.speculate, Speculation) else None
 
     @property
     def pinned(self) -> bool:

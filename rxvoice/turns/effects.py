@@ -8,7 +8,9 @@ inside a turn writes what was said so far and asks for the answer, a
 finalize closes the turn, a reset drops words only outside a turn (the
 words of an open turn are never dropped), a frame goes out at once (a
 verdict's report before the turn end it causes), a resource call runs
-inline or off the session, the idle event is raised.
+inline or off the session, the idle event is raised; a ``Likely`` asks the
+words to speculate (speculation on, a turn open, the user silent), a
+``Notify`` raises a strategy's event.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from .strategy import (
     Finalize,
     Halt,
     Inference,
+    Likely,
+    Notify,
     Push,
     ResetAggregation,
     Start,
@@ -44,6 +48,7 @@ class _Rules(Protocol):
     """The machine's rules an effect triggers."""
 
     turns: TurnsConfig
+    speculating: bool
 
     def started(self, s: TurnState, strategy: Strategy[Any] | None, e: Start, now: float) -> None: ...
 
@@ -81,6 +86,9 @@ def apply_effects(
                 s.words.commit(now)
                 if port.listens(EVENT_USER_TURN_INFERENCE_TRIGGERED):
                     port.event(EVENT_USER_TURN_INFERENCE_TRIGGERED, strategy)
+        elif et is Likely:
+            if s.open and machine.speculating and not s.speaking:
+                s.words.speculate(now, e.words_in)
         elif et is Finalize:
             machine.stopped(s, strategy, e.speaking_frames, now, e.reason)
         elif et is ResetAggregation:
@@ -93,6 +101,9 @@ def apply_effects(
                 port.emit(e.frame, UP)
             else:
                 port.emit(e.frame, e.direction)
+        elif et is Notify:
+            if port.listens(e.name):
+                port.event(e.name, e.payload)
         elif et is Touch:
             port.call(owner, e.key, e.fn, False)  # type: ignore[arg-type]
         elif et is Analyze:

@@ -30,6 +30,7 @@ from ..errors import ConfigurationError
 from ..frames import (
     Frame,
     InputAudioRawFrame,
+    InterimTranscriptionFrame,
     StartFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
@@ -51,7 +52,7 @@ from .analyzer import (
 )
 from .ending import UNSURE, WordsEnd, WordsEndModel, default_words_end, plain_words, reading_in_progress, stt_confidence
 from .reasons import TurnEndReason, model_label, no_vad_reason
-from .strategy import NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
+from .strategy import LIKELY, LIKELY_BEFORE_WORDS, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
 from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
@@ -62,6 +63,8 @@ log = logging.getLogger("rxvoice.turns.fused")
 _DECIDE = "decide"
 _TICK = 1e-3
 """Timers are compared at a millisecond: a clock that rounds never re-arms a wait shorter than this."""
+_LIKELY_WITHIN = 1.0
+"""A wait the evidence needs of at most this many seconds of silence makes the end likely (``Likely``)."""
 _VERDICT_WAIT = 0.5
 """Seconds after the VAD stop an audio verdict is waited for before the words and silence decide alone."""
 
@@ -93,6 +96,8 @@ class FusedTurnState(NamedTuple):
     last_rhythm: float = 0.0
     """The rhythm of the turn that ended last (a reopened turn goes on with it)."""
     reopened_after: float = -math.inf
+    guess: str = ""
+    """The latest interim words after the last final (what the last speech may turn out to say)."""
     """A reopened turn: when the speech before the false end ended (its pause counts as one)."""
 
     @property
@@ -259,7 +264,8 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return s, tuple(effects)
         evidence = self._evidence(s)
         if evidence is None:
-            return s, tuple(effects)
+            # Only the final words are awaited: likely when interim words stand for them and need little silence.
+            return s, ((*effects, LIKELY_BEFORE_WORDS) if self._likely_before_words(s) else tuple(effects))
         if self.analyzer is not None and s.probability is None and s.asks.inflight:
             # The audio model's verdict on this pause is on its way: wait for it (bounded).
             pending = s.asks.asked_at + _VERDICT_WAIT - now
@@ -269,7 +275,17 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         silence = now - s.words.speech_end
         if silence >= need - _TICK:
             return self._answer(s, effects, self.end_reason(s, evidence, now))
-        return s, (*effects, _after(need - silence))
+        likely = (LIKELY,) if need <= _LIKELY_WITHIN else ()  # only the patience is left: the end is likely
+        return s, (*effects, *likely, _after(need - silence))
+
+    def _likely_before_words(self, s: FusedTurnState) -> bool:
+        """The final words are awaited: is an end likely on the interim words (a speculative reply may be asked)?"""
+        if not s.guess:
+            return False
+        said = f"{s.words.text} {s.guess}" if s.words.text else s.guess
+        evidence = self.evidence(said, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
+                                 foreign=s.foreign)
+        return self.needed_silence(evidence) <= _LIKELY_WITHIN
 
     def _decide_without_vad(self, s: FusedTurnState, text: str) -> float:
         """With no VAD around the words, the quiet after them that answers."""
@@ -317,7 +333,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             if math.isfinite(back_from):  # back from a pause of this turn
                 longest = max(longest, now - float(getattr(frame, "start_secs", 0.0)) - back_from)
             s = s._replace(words=words, asks=s.asks.next_segment(), probability=None, no_vad=False,
-                           answered=False, longest_pause=longest, reopened_after=-math.inf)
+                           answered=False, longest_pause=longest, reopened_after=-math.inf, guess="")
             if self.analyzer is None:
                 return s, (Disarm(_DECIDE), *effects)
             return s, (Disarm(_DECIDE), *effects, *vad_started(frame))
@@ -325,8 +341,12 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             out: list[Effect] = [Disarm(_DECIDE), *effects]
             s = self._ask(s._replace(words=words, no_vad=False, probability=None), now, out)
             return self._decide(s, now, out)
+        if t is InterimTranscriptionFrame:
+            text = getattr(frame, "text", "")
+            return s._replace(words=words, guess=text.strip() if isinstance(text, str) else ""), effects
         if t is TranscriptionFrame and has_words(frame):
-            s = s._replace(confidence=stt_confidence(getattr(frame, "result", None)), foreign=self._foreign(frame))
+            s = s._replace(confidence=stt_confidence(getattr(frame, "result", None)), foreign=self._foreign(frame),
+                           guess="")
             if s.words.no_vad:  # no VAD around these words: count the quiet from them
                 s = s._replace(words=words, no_vad=True, answered=False)
                 return s, (*effects, _after(self._decide_without_vad(s, words.text)))

@@ -16,9 +16,12 @@ is defined first, in its own module); each step is a rule of its own:
    each strategy sees the frame types it handles, in order, until one halts
    its chain; their effects are applied as they come (:meth:`TurnMachine._apply`):
    a start opens a turn unless one is open; an inference inside a turn
-   writes what was said so far and asks for the answer; a finalize closes
-   the turn, never while the user speaks; a reset drops words only outside
-   a turn.
+   writes what was said so far and asks for the answer; a ``Likely`` (the
+   end is coming, not decided) asks early for an answer that is held, when
+   speculation is on (:mod:`rxvoice.turns.speculation`), and speech that
+   resumes withdraws it; a finalize closes the turn, never while the user
+   speaks; a reset drops words only outside a turn; a ``Notify`` raises a
+   strategy's event.
 4. **the watchdog** closes a turn no strategy ended after ``stop_timeout``
    seconds without activity, never while the user speaks.
 5. **the idle watch** (:mod:`rxvoice.turns.idle`) notices a user who stays
@@ -148,6 +151,8 @@ class TurnMachine:
         self.late_window = turns.late_transcript_window
         self.recovery_window = turns.recovery_window
         self.recommendable = not turns.pinned
+        self.speculating = turns.speculation is not None
+        """Whether a stop strategy's ``Likely`` asks the model early (``TurnsConfig.speculate``)."""
         handled = set(self.controller.handled_types) | self.mute_types | IDLE_TYPES | {
             BotStartedSpeakingFrame, BotStoppedSpeakingFrame, InterruptionFrame, STTMetadataFrame,
             LLMServiceMetadataFrame, ProposedUserStartedSpeakingFrame, ProposedUserStoppedSpeakingFrame,
@@ -400,6 +405,8 @@ class TurnMachine:
         controller = s.controller
         if t in ACTIVITY:
             if t in SPEAKING_ON:
+                if s.open and self.speculating and not s.speaking:
+                    s.words.withdraw(now)  # the user went on: an answer held for the words so far is stale
                 s.speaking = True
             elif t in SPEAKING_OFF:
                 s.speaking = False

@@ -135,6 +135,15 @@ class Words(Protocol):
         turn is an ordinary one).
         """
 
+    def speculate(self, now: float, words_in: bool = True) -> None:
+        """The turn's end is likely: ask the model early with the words so far (speculation is on).
+
+        ``words_in``: the last speech's final words are in (else only an interim can stand for them).
+        """
+
+    def withdraw(self, now: float) -> None:
+        """The user went on: drop an answer asked for early (speculation is on)."""
+
 
 class PassWords:
     """Words for a stage that keeps none: transcripts go on downstream; it only notes that words came."""
@@ -177,6 +186,12 @@ class PassWords:
 
     def resume(self, now: float) -> str | None:
         return None  # no words kept here: the stage that keeps them recovers the turn
+
+    def speculate(self, now: float, words_in: bool = True) -> None:
+        return None  # no words kept here: nothing to ask with
+
+    def withdraw(self, now: float) -> None:
+        return None
 
 
 class _ResultSink(Protocol):

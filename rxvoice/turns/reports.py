@@ -10,12 +10,15 @@ from typing import Any
 from .reasons import TurnEndReason
 
 __all__ = [
+    "EVENT_USER_BACKCHANNEL",
     "EVENT_USER_MUTE_STARTED",
     "EVENT_USER_MUTE_STOPPED",
+    "EVENT_USER_TURN_CLASSIFIED",
     "EVENT_USER_TURN_IDLE",
     "EVENT_USER_TURN_INFERENCE_TRIGGERED",
     "EVENT_USER_TURN_MESSAGE_ADDED",
     "EVENT_USER_TURN_RECOVERED",
+    "EVENT_USER_TURN_SPECULATION",
     "EVENT_USER_TURN_STARTED",
     "EVENT_USER_TURN_STOPPED",
     "EVENT_USER_TURN_STOP_TIMEOUT",
@@ -34,6 +37,15 @@ EVENT_USER_TURN_MESSAGE_ADDED = "on_user_turn_message_added"
 EVENT_USER_TURN_RECOVERED = "on_user_turn_recovered"
 EVENT_USER_MUTE_STARTED = "on_user_mute_started"
 EVENT_USER_MUTE_STOPPED = "on_user_mute_stopped"
+EVENT_USER_TURN_SPECULATION = "on_user_turn_speculation"
+"""A speculative request was asked, released, dropped or refused.
+
+The payload is a :class:`~rxvoice.turns.speculation.SpeculationReport`.
+"""
+EVENT_USER_TURN_CLASSIFIED = "on_user_turn_classified"
+"""A turn-completion classifier judged a turn end (:class:`~rxvoice.turns.classifier.TurnClassified`)."""
+EVENT_USER_BACKCHANNEL = "on_user_backchannel"
+"""The user said a continuer while the bot spoke (Pipecat's name; the payload is the ``UserBackchannelFrame``)."""
 
 
 @lru_cache(maxsize=64)

@@ -56,6 +56,8 @@ from .reasons import (
     silence_reason,
 )
 from .strategy import (
+    LIKELY,
+    LIKELY_BEFORE_WORDS,
     NOTHING,
     Arm,
     Disarm,
@@ -141,6 +143,9 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         w = s.words
         if not w.speaking and s.speech_done and w.stt_done and self.words.ready(w):
             return s, (*effects, Disarm(_SPEECH), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
+        if not w.speaking and w.vad_stopped:
+            # Only the silence is left (and the words, if they are not in: an interim guess may stand for them).
+            return s, (*effects, LIKELY if self.words.ready(w) else LIKELY_BEFORE_WORDS)
         return s, effects
 
     def end_reason(self, s: SpeechTimeoutState, waited: bool = False) -> TurnEndReason:
@@ -158,7 +163,8 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
             return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            return SpeechTimeoutState(words, stop_secs=stop_secs), (Arm(_SPEECH, self.user_speech_timeout), *effects)
+            return self._check(SpeechTimeoutState(words, stop_secs=stop_secs),
+                               (Arm(_SPEECH, self.user_speech_timeout), *effects))
         if t is TranscriptionFrame and has_words(frame):
             if state.words.no_vad:  # no VAD around this transcript: count the silence from it
                 return self._check(SpeechTimeoutState(words), (*effects, Arm(_SPEECH, self.user_speech_timeout)))

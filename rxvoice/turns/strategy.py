@@ -21,6 +21,8 @@ from .reasons import TurnEndReason
 __all__ = [
     "HALT",
     "INFERENCE",
+    "LIKELY",
+    "LIKELY_BEFORE_WORDS",
     "NOTHING",
     "RESET_AGGREGATION",
     "USER_IDLE",
@@ -31,6 +33,8 @@ __all__ = [
     "Effects",
     "Finalize",
     "Inference",
+    "Likely",
+    "Notify",
     "Push",
     "ResetAggregation",
     "Start",
@@ -55,6 +59,23 @@ class Start(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Inference:
     """There is enough to answer: write what the user said and run the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Likely:
+    """The turn is likely over but not decided yet (a verdict waits for the words, or for its patience).
+
+    Any stop strategy may raise it, as often as it likes; it decides
+    nothing. With ``TurnsConfig(speculate=...)`` the user aggregator then
+    asks the model early, with the words so far, and holds the answer until
+    the turn ends (see :mod:`rxvoice.turns.speculation`); otherwise it is
+    ignored. ``words_in``: the final words of the last speech are in; when
+    they are not (the audio model said complete first), only an interim
+    transcript after the last final can stand for them, and without one
+    nothing is asked (it would be asked without the last words).
+    """
+
+    words_in: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +142,13 @@ class Analyze(NamedTuple):
     fn: Callable[[Any], Any]
 
 
+class Notify(NamedTuple):
+    """Raise event ``name`` with ``payload`` from the stage running the strategy (a verdict worth reporting)."""
+
+    name: str
+    payload: Any = None
+
+
 @dataclass(frozen=True, slots=True)
 class UserIdle:
     """The user said nothing for the idle timeout: raise ``on_user_turn_idle`` and call ``on_idle``."""
@@ -128,11 +156,14 @@ class UserIdle:
 
 HALT = Halt()
 INFERENCE = Inference()
+LIKELY = Likely()
+LIKELY_BEFORE_WORDS = Likely(words_in=False)
 RESET_AGGREGATION = ResetAggregation()
 USER_IDLE = UserIdle()
 
 Effect: TypeAlias = (
-    Start | Inference | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Touch | Analyze | UserIdle
+    Start | Inference | Likely | Finalize | ResetAggregation | Halt | Arm | Disarm | Push | Notify | Touch | Analyze
+    | UserIdle
 )
 Effects: TypeAlias = tuple[Effect, ...]
 

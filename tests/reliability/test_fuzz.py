@@ -112,6 +112,11 @@ def frame_makers(ctx: LLMContext, i: int) -> dict[str, Callable[[], Any]]:
         "push_aggregation": F.LLMAssistantPushAggregationFrame,
         "marker": lambda: F.LLMMarkerFrame("●"),
         "context": lambda: F.LLMContextFrame(ctx),
+        "speculative": lambda: F.LLMSpeculativeContextFrame(ctx.snapshot, 1000 + i),
+        "speculation_cancel": lambda: F.EagerEndOfTurnCancelFrame(None if i % 2 else 1000 + i, "fuzz"),
+        "speculation_ended": lambda: F.LLMSpeculationEndedFrame(1000 + i, ("released", "dropped", "refused")[i % 3]),
+        "user_backchannel": lambda: F.UserBackchannelFrame(f"mm{i}"),
+        "bot_backchannel": lambda: F.BotBackchannelFrame(f"mhm{i}"),
         "run": F.LLMRunFrame,
         "append": lambda: F.LLMMessagesAppendFrame(
             [{"role": "user", "content": f"m{i}"}] if i % 3 else [{"role": "bogus"}], run_llm=i % 2 == 0),
@@ -235,7 +240,7 @@ def _check(actions: list[tuple[str, Direction, float]], script: list[Reply], *, 
     stop = ([TurnAnalyzerStop(FakeAnalyzer(script=[(False, 0.2), (True, 0.9)] * 20))] if analyzer
             else [SpeechTimeoutStop()])
     pair = Pair(
-        ctx, turns=TurnsConfig(stop=stop, idle_timeout=3.0),
+        ctx, turns=TurnsConfig(stop=stop, idle_timeout=3.0, speculate=True),
         mute=[AlwaysUserMute(), FunctionCallUserMute()] if muted else [],
         summarization=AutoSummarizationConfig(max_context_tokens=None, max_unsummarized_messages=6,
                                               summary_config=SummaryConfig(min_messages_after_summary=2))

@@ -32,11 +32,14 @@ interruptible, as Pipecat does.
 
 One job a module: :mod:`~.llm` (the stage's configuration and its session),
 :mod:`~.stream` (the streamed answer), :mod:`~.tools` (the tool calls),
-:mod:`~.summaries` (the summaries the summarizer asks for).
+:mod:`~.summaries` (the summaries the summarizer asks for), :mod:`~.classifier`
+(:class:`OpenAITurnClassifier`, the choice question a
+:class:`~rxvoice.turns.ClassifierStop` asks).
 """
 
 from __future__ import annotations
 
+from .classifier import CLASSIFIER_PROMPT, OpenAITurnClassifier
 from .llm import DEFAULT_BASE_URL, OPENAI_EVENTS, OpenAILLM
 
-__all__ = ["DEFAULT_BASE_URL", "OPENAI_EVENTS", "OpenAILLM"]
+__all__ = ["CLASSIFIER_PROMPT", "DEFAULT_BASE_URL", "OPENAI_EVENTS", "OpenAILLM", "OpenAITurnClassifier"]

@@ -9,6 +9,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,22 +22,28 @@ from reactivex import abc
 
 from ..._seconds import optional_seconds
 from ...context import ContextSnapshot
-from ...errors import ConfigurationError
+from ...errors import ConfigurationError, ServiceError
 from ...events import EventRegistry
 from ...frames import (
     DOWN,
+    UP,
     CancelFrame,
     Direction,
+    EagerEndOfTurnCancelFrame,
     Frame,
     FrameKind,
     InterruptionFrame,
     LLMContextFrame,
     LLMContextSummaryRequestFrame,
+    LLMSpeculationEndedFrame,
+    LLMSpeculativeContextFrame,
+    LLMTextFrame,
 )
 from ...pipeline.processor import EventfulProcessor, Port
 from ...pipeline.shell import StageShell
 from .._http import split_credentials
 from .._jobs import Job, running_loop, scheduler_loop
+from ..chat_stream import ToolCallRequest
 from ..functions import Function, FunctionHandler, as_function, functions_of
 from .stream import Answers
 from .summaries import Summaries
@@ -86,6 +93,15 @@ class OpenAILLM(EventfulProcessor):
         loop: The event loop the requests run on; default: the running loop,
             else the session scheduler's.
         scheduler: The scheduler of the stage's timers (default: the session's).
+
+    Speculation: an ``LLMSpeculativeContextFrame`` (sent by a user aggregator
+    with ``TurnsConfig(speculate=...)``) is asked beside the answer in
+    flight and held: nothing of it goes downstream, and an answer that asks
+    for a tool is dropped before any tool starts (``refused``). An
+    ``LLMContextFrame`` naming it releases what is held at once (a held
+    answer still streaming goes on live); an ``EagerEndOfTurnCancelFrame``
+    or a request for another conversation drops it (the connection is
+    closed). Each outcome goes upstream as an ``LLMSpeculationEndedFrame``.
 
     Events: ``on_error`` (the error), ``on_usage`` (the server's ``usage`` mapping).
     """
@@ -197,6 +213,22 @@ async def _shutdown(jobs: list[Job], client: httpx.AsyncClient | None) -> None:
         await client.aclose()
 
 
+def _nothing() -> None:
+    return None
+
+
+class _Hold:
+    """A speculative answer held: its request, and what it streamed so far."""
+
+    __slots__ = ("answers", "frames", "speculation_id", "tokens")
+
+    def __init__(self, speculation_id: int) -> None:
+        self.speculation_id = speculation_id
+        self.answers: Answers | None = None
+        self.frames: list[Frame] = []
+        self.tokens = 0
+
+
 class _LLMSession:
     """One session of the stage: its answer (:class:`~.stream.Answers`), its tool calls
     (:class:`~.tools.ToolCalls`), its summaries (:class:`~.summaries.Summaries`), and the frames held behind
@@ -216,18 +248,29 @@ class _LLMSession:
         self.tools = ToolCalls(self)
         self.answers = Answers(self, self._release_held, self.tools.start)
         self.summaries = Summaries(self)
+        self.hold: _Hold | None = None
 
     # -- frames (inside the session) ---------------------------------------------------
 
     def on_frame(self, frame: Frame, direction: Direction) -> None:
         t = type(frame)
         if t is LLMContextFrame:
-            self.answers.request(frame.snapshot)  # type: ignore[attr-defined]
+            hold, sid = self.hold, frame.speculation_id  # type: ignore[attr-defined]
+            if hold is not None and sid is not None and sid == hold.speculation_id:
+                self._release(hold)
+            else:
+                self._drop(None, "a request for another conversation came")
+                self.answers.request(frame.snapshot)  # type: ignore[attr-defined]
+        elif t is LLMSpeculativeContextFrame:
+            self._speculate(frame)  # type: ignore[arg-type]
+        elif t is EagerEndOfTurnCancelFrame:
+            self._drop(frame.speculation_id, frame.reason or "withdrawn")  # type: ignore[attr-defined]
         elif t is InterruptionFrame and direction is DOWN:
             self._interrupt(frame)
         elif t is LLMContextSummaryRequestFrame:
             self.summaries.summarize(frame)  # type: ignore[arg-type]
         elif t is CancelFrame:
+            self._drop(None, "the session was cancelled")
             self.answers.drop()
             self.tools.cancel(interruption=False)
             self.summaries.cancel()
@@ -253,6 +296,66 @@ class _LLMSession:
             self.input_ended = False
             self.port.finish_input()
 
+    # -- speculation: a held answer ------------------------------------------------------
+
+    def _speculate(self, frame: LLMSpeculativeContextFrame) -> None:
+        self._drop(None, "a newer speculative request came")
+        hold = self.hold = _Hold(frame.speculation_id)
+        answers = hold.answers = Answers(
+            self, _nothing, partial(self._held_calls, hold),
+            push=partial(self._held_push, hold), failed=partial(self._held_failed, hold),
+        )
+        answers.request(frame.snapshot)
+        if not answers.busy and self.hold is hold:  # no loop to ask on (reported): nothing is held
+            self.hold = None
+            self._ended(hold, "failed", "no event loop to ask on")
+
+    def _held_push(self, hold: _Hold, frame: Frame) -> None:
+        if self.hold is hold:
+            hold.frames.append(frame)
+            if type(frame) is LLMTextFrame:
+                hold.tokens += 1
+
+    def _held_calls(self, hold: _Hold, requests: list[ToolCallRequest]) -> None:
+        """The held answer asks for a tool: it is dropped, and no tool starts (the turn's end asks again)."""
+        if self.hold is hold:
+            self.hold = None
+            self._ended(hold, "refused", "the answer asks for a tool; asked again when the turn ends")
+
+    def _held_failed(self, hold: _Hold, error: ServiceError) -> None:
+        if self.hold is hold:
+            self.hold = None
+            log.info("%s: a speculative request failed (%s)", self.llm.name, error)
+            self._ended(hold, "failed", str(error))
+
+    def _release(self, hold: _Hold) -> None:
+        """The turn ended on the held words: what is held goes out now; a stream still running goes on live."""
+        self.hold = None
+        answers = hold.answers
+        assert answers is not None
+        self.answers.end()  # an older answer in flight is superseded, as by any new request
+        push = self.port.push_down
+        for f in hold.frames:
+            push(f)
+        if answers.busy:
+            answers.go_live(self._release_held, self.tools.start)
+            self.answers = answers
+        self._ended(hold, "released", "the turn ended with the same words")
+        self._release_held()
+
+    def _drop(self, speculation_id: int | None, reason: str) -> None:
+        hold = self.hold
+        if hold is None or (speculation_id is not None and speculation_id != hold.speculation_id):
+            return
+        self.hold = None
+        if hold.answers is not None:
+            hold.answers.drop()  # its connection is closed: nothing more is paid for
+        self._ended(hold, "dropped", reason)
+
+    def _ended(self, hold: _Hold, outcome: str, reason: str) -> None:
+        tokens = 0 if outcome == "released" else hold.tokens
+        self.port.push(LLMSpeculationEndedFrame(hold.speculation_id, outcome, reason, tokens), UP)
+
     def _interrupt(self, frame: Frame) -> None:
         self.answers.drop()
         self.tools.cancel(interruption=True)
@@ -269,6 +372,9 @@ class _LLMSession:
         for job in jobs:
             job.cancel()
         self.answers.current = None
+        if self.hold is not None and self.hold.answers is not None:
+            self.hold.answers.current = None
+        self.hold = None
         self.tools.clear()
         self.summaries.pending.clear()
         self.held.clear()

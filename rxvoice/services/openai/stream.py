@@ -120,14 +120,32 @@ class Answers:
             (finished, failed, superseded or cancelled), so what waited
             behind it can go on.
         calls: Called with the tool calls a finished answer asked for.
+        push: Where the answer's frames go (default: downstream); a held
+            speculative answer pushes into its hold.
+        failed: Called with the error of a request that failed (default:
+            reported as the stage's error).
     """
 
     def __init__(self, link: Link, settled: Callable[[], None],
-                 calls: Callable[[list[ToolCallRequest]], None]) -> None:
+                 calls: Callable[[list[ToolCallRequest]], None], *,
+                 push: Callable[[Frame], None] | None = None,
+                 failed: Callable[[ServiceError], None] | None = None) -> None:
         self.link = link
         self.current: Stream | None = None
         self._settled = settled
         self._calls = calls
+        self._push = push
+        self._on_failed = failed
+
+    def go_live(self, settled: Callable[[], None], calls: Callable[[list[ToolCallRequest]], None]) -> None:
+        """A held answer was released: from now on it goes downstream, and its tool calls run."""
+        self._settled = settled
+        self._calls = calls
+        self._push = None
+        self._on_failed = None
+
+    def _out(self) -> Callable[[Frame], None]:
+        return self._push if self._push is not None else self.link.port.push_down
 
     @property
     def busy(self) -> bool:
@@ -187,12 +205,12 @@ class Answers:
     def _opened(self, stream: Stream) -> None:
         if stream is self.current:
             stream.started = True
-            self.link.port.push_down(LLMFullResponseStartFrame())
+            self._out()(LLMFullResponseStartFrame())
 
     def _emit(self, stream: Stream, frames: list[Frame]) -> None:
         if stream is not self.current:
             return  # cancelled or superseded: nothing more from it
-        push = self.link.port.push_down
+        push = self._out()
         for f in frames:
             t = type(f)
             if t is LLMThoughtStartFrame:
@@ -203,9 +221,10 @@ class Answers:
 
     def _close_response(self, stream: Stream) -> None:
         if stream.started:
+            push = self._out()
             if stream.thinking:
-                self.link.port.push_down(LLMThoughtEndFrame())
-            self.link.port.push_down(LLMFullResponseEndFrame())
+                push(LLMThoughtEndFrame())
+            push(LLMFullResponseEndFrame())
 
     def _finished(self, stream: Stream) -> None:
         if stream is not self.current:
@@ -213,10 +232,9 @@ class Answers:
         self.current = None
         if stream.timer is not None:
             stream.timer.dispose()
-        port = self.link.port
         if not stream.started:
             stream.started = True
-            port.push_down(LLMFullResponseStartFrame())
+            self._out()(LLMFullResponseStartFrame())
         self._close_response(stream)
         decoder = stream.decoder
         llm = self.link.llm
@@ -232,7 +250,10 @@ class Answers:
         if stream is not self.current:
             return
         self.drop()
-        self.link.failed(error, "the request")
+        if self._on_failed is not None:
+            self._on_failed(error)
+        else:
+            self.link.failed(error, "the request")
         self._close_response(stream)
         self._settled()
 

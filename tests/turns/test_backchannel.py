@@ -1,0 +1,161 @@
+"""Backchannels: a continuer while the bot speaks is no barge-in; anything else still is, as soon as it shows.
+
+Marble tests in virtual time through the user aggregator (100 ms a dash).
+The bot speaks from 0 s (``B``, upstream); the user's speech starts 0.2 s
+before its VAD start (``start_secs``) and ends 0.2 s before its VAD stop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rxvoice import LLMContext
+from rxvoice import frames as F
+from rxvoice.aggregators import Pair
+from rxvoice.errors import ConfigurationError
+from rxvoice.testing import FrameMarbles, Recording
+from rxvoice.turns import SpeechTimeoutStop, TranscriptionStart, TurnsConfig, VADStart
+from rxvoice.turns.backchannel import BackchannelStart, is_continuer, may_be_continuer, register_backchannels
+
+L: dict[str, F.Frame] = {
+    "v": F.VADUserStartedSpeakingFrame(0.2),
+    "s": F.VADUserStoppedSpeakingFrame(0.2),
+    "m": F.TranscriptionFrame("Mm-hmm.", "u1", finalized=True),
+    "y": F.InterimTranscriptionFrame("yeah", "u1"),
+    "Y": F.TranscriptionFrame("Yeah.", "u1", finalized=True),
+    "w": F.InterimTranscriptionFrame("wait", "u1"),
+    "W": F.TranscriptionFrame("Wait, I meant Tuesday.", "u1", finalized=True),
+    "n": F.TranscriptionFrame("No.", "u1", finalized=True),
+    "b": F.InterimTranscriptionFrame("yeah but", "u1"),
+    "B": F.BotStartedSpeakingFrame(),
+    "-B": F.BotStoppedSpeakingFrame(),
+    "E": F.EndFrame(),
+}
+
+
+def run(down: str, up: str = "B", *, backchannels: bool = True, **kw: Any) -> tuple[Pair, Recording]:
+    start = [BackchannelStart(**kw)] if backchannels else []
+    turns = TurnsConfig(start=[*start, VADStart(), TranscriptionStart()], stop=[SpeechTimeoutStop()])
+    pair = Pair(LLMContext(), turns=turns)
+    rec = FrameMarbles(L).run(pair.user(), down=down, up=up, watch=[pair.user()])
+    return pair, rec
+
+
+def interruptions(rec: Recording) -> list[int]:
+    return [t for t, _ in rec.of_type(F.InterruptionFrame)]
+
+
+def backchannels(rec: Recording) -> list[tuple[int, str]]:
+    return [(t, p.text) for t, p in rec.events_named("on_user_backchannel")]
+
+
+def test_a_continuer_while_the_bot_speaks_does_not_interrupt() -> None:
+    """ "Mm-hmm" (VAD 0.3-0.6 s, final at 0.8 s): the bot goes on, nothing enters the conversation."""
+    pair, rec = run("---v--s-m" + "-" * 20 + "E")
+    assert interruptions(rec) == []
+    assert backchannels(rec) == [(800, "Mm-hmm.")]
+    assert rec.events_named("on_user_turn_started") == []
+    assert pair.context().messages == []
+    [(t, frame)] = rec.of_type(F.UserBackchannelFrame)
+    assert t == 800 and frame.text == "Mm-hmm." and frame.user_id == "u1"
+
+
+def test_without_backchannels_the_same_continuer_interrupts_at_the_vad_start() -> None:
+    pair, rec = run("---v--s-m" + "-" * 20 + "E", backchannels=False)
+    assert interruptions(rec) == [300]
+    assert [m["content"] for m in pair.context().messages] == ["Mm-hmm."]
+
+
+def test_an_interim_that_cannot_be_a_continuer_interrupts_at_once() -> None:
+    """ "wait" as an interim at 0.5 s: interrupted then (0.2 s after the VAD start), and the turn keeps its words."""
+    pair, rec = run("---v-w-----s-W" + "-" * 20 + "E")
+    assert interruptions(rec) == [500]
+    assert backchannels(rec) == []
+    assert [m["content"] for m in pair.context().messages] == ["Wait, I meant Tuesday."]
+
+
+def test_a_continuer_that_goes_on_interrupts_when_it_stops_being_one() -> None:
+    """ "yeah" (0.4 s) may be a continuer; "yeah but" (0.6 s) is not: the interruption comes at 0.6 s."""
+    _pair, rec = run("---vy-b-----s-W" + "-" * 20 + "E")
+    assert interruptions(rec) == [600]
+
+
+def test_speech_longer_than_max_duration_interrupts_when_it_reaches_it() -> None:
+    """No interim transcripts: speech from 0.1 s the VAD still hears at 1.3 s (1 s, plus its stop window)."""
+    pair, rec = run("---v--------------s-W" + "-" * 20 + "E")
+    assert interruptions(rec) == [1300]
+    assert [m["content"] for m in pair.context().messages] == ["Wait, I meant Tuesday."]
+
+
+def test_a_short_final_that_is_no_continuer_interrupts_when_it_comes() -> None:
+    """ "No." after short speech: not a continuer: the bot is interrupted at the final (0.8 s)."""
+    pair, rec = run("---v--s-n" + "-" * 20 + "E")
+    assert interruptions(rec) == [800]
+    assert [m["content"] for m in pair.context().messages] == ["No."]
+
+
+def test_short_speech_with_no_words_lets_the_bot_go_on() -> None:
+    """A cough (VAD only): after words_timeout the bot is still speaking and no turn started."""
+    _pair, rec = run("---v--s" + "-" * 30 + "E")
+    assert interruptions(rec) == [] and backchannels(rec) == []
+    assert rec.events_named("on_user_turn_started") == []
+
+
+def test_the_interim_decides_when_the_final_never_comes() -> None:
+    _pair, rec = run("---vy-s" + "-" * 30 + "E")
+    assert backchannels(rec) == [(1600, "yeah")]  # the VAD stop at 0.6 s, then words_timeout (1 s)
+    assert interruptions(rec) == []
+
+
+def test_when_the_bot_is_quiet_speech_starts_a_turn_at_once() -> None:
+    _pair, rec = run("---v--s-m" + "-" * 20 + "E", up="")
+    assert [t for t, _ in rec.events_named("on_user_turn_started")] == [300]
+    assert backchannels(rec) == []
+
+
+def test_the_boundary_a_continuer_just_under_max_duration_is_kept() -> None:
+    """Speech 0.1-1.0 s (0.9 s), then "Yeah.": kept; the same words over 1.2 s are a barge-in, when the VAD
+    still hears speech 1 s after it began (1.1 s, plus its 0.2 s stop window)."""
+    _, short = run("---v--------s-Y" + "-" * 20 + "E")
+    assert interruptions(short) == [] and backchannels(short) == [(1400, "Yeah.")]
+    _, long = run("---v-----------s-Y" + "-" * 20 + "E")
+    assert interruptions(long) == [1300]
+
+
+def test_a_model_hook_decides_before_the_list() -> None:
+    _pair, rec = run("---v--s-n" + "-" * 20 + "E", judge=lambda words: "no" in words.lower() or None)
+    assert interruptions(rec) == [] and backchannels(rec) == [(800, "No.")]
+
+
+def test_a_transcript_without_vad_speech_is_held_the_same_way() -> None:
+    _pair, rec = run("---m" + "-" * 20 + "E")
+    assert backchannels(rec) == [(300, "Mm-hmm.")] and interruptions(rec) == []
+
+
+@pytest.mark.parametrize("bad", [{"max_duration": 0}, {"max_duration": 6}, {"words_timeout": -1},
+                                 {"language": "xx"}, {"judge": "yes"}])
+def test_parameters_out_of_range_fail_at_construction(bad: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError):
+        BackchannelStart(**bad)
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("Mm-hmm.", True), ("uh huh", True), ("Yeah, yeah.", True), ("I see.", True), ("Oh okay right", True),
+    ("okay so what about Friday", False), ("No.", False), ("Wait", False), ("", False),
+])
+def test_is_continuer(text: str, kept: bool) -> None:
+    assert is_continuer(text) is kept
+
+
+def test_may_be_continuer_is_true_only_for_a_continuer_s_beginning() -> None:
+    assert may_be_continuer("") and may_be_continuer("i") and may_be_continuer("oh")
+    assert not may_be_continuer("i need") and not may_be_continuer("yeah but")
+
+
+def test_a_language_of_its_own() -> None:
+    register_backchannels("nl", ["ja", "precies", "oké"])
+    assert is_continuer("Precies.", "nl") and not is_continuer("Precies.", "en")
+    with pytest.raises(ConfigurationError):
+        register_backchannels("nl", [])
