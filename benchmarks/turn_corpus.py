@@ -63,11 +63,11 @@ import subprocess
 import sys
 import tempfile
 import wave
-from xml.sax.saxutils import escape
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import numpy as np
 

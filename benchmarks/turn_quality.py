@@ -42,7 +42,8 @@ from rxvoice.cli.wav import read_wav
 
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("RXVOICE_SHARED", HERE.parents[1] / "shared"))
-MODEL = Path(os.environ.get("RXVOICE_SMART_TURN_MODEL", SHARED / "models" / "smart-turn-v3.2-cpu.onnx"))
+MODEL = Path(os.environ.get("RXVOICE_SMART_TURN_MODEL",
+                            Path.home() / ".cache" / "rxvoice" / "smart-turn-v3.2-cpu.onnx"))
 DEFAULT_PATHS = [SHARED / "audio" / "calls", HERE / "data" / "extra_calls"]
 STT_DELAY = 0.3
 TAIL = 4.0
