@@ -63,12 +63,13 @@ class _Page:
 def test_the_page_is_told_the_strategys_own_reason_and_reopened_turns() -> None:
     """turn_end carries the reason the stop strategy reported (text, kind, probability), and a reopened turn
     names the turn it continues."""
-    from rxvoice.cli.serve import ServeOptions, _Watch
+    from rxvoice.cli.serve import ServeOptions
+    from rxvoice.cli.serve_page import PageWatch
     from rxvoice.turns import FusedTurnStop, TurnEndReason
     from rxvoice.turns.reports import UserTurnStopped
 
     page = _Page()
-    watch = _Watch(page, ServeOptions(stop="speech-timeout"))
+    watch = PageWatch(page, ServeOptions(stop="speech-timeout"))
     strategy = FusedTurnStop()
     reason = TurnEndReason("unsure", "words unsure: no rule decides; 0.8 s of silence", silence=0.8)
     watch.turn_started(None)

@@ -212,7 +212,7 @@ def test_a_hundred_disconnects_mid_turn_leave_nothing_behind() -> None:
                 assert not app[LIVE_TRANSPORTS], "a connection is still open on the server"
                 await asyncio.sleep(0.3)
                 gc.collect()
-                assert not [o for o in gc.get_objects() if type(o).__name__ == "_Watch"], "a session survived"
+                assert not [o for o in gc.get_objects() if type(o).__name__ == "PageWatch"], "a session survived"
                 new = [t.name for t in threading.enumerate() if t.ident not in threads]
                 pools = [n for n in new if n.startswith("rxvoice-worker")]
                 assert len(pools) <= 2 and len(new) == len(pools), f"threads were left running: {new}"
