@@ -179,13 +179,15 @@ def _stop_with(setup: Setup, analyzer: Any) -> Any:
     """The setup's stop strategy judging with ``analyzer`` (a session's backend analyzer).
 
     The built-in Smart Turn setups are rebuilt on it; a setup registered later builds its own (in process).
+    The recommended stop asks Smart Turn only when its verdict can move the answer (``ask_audio``): a
+    server of many sessions asks it a fraction as often as at every pause.
     """
     from ..audio.recommended import recommended_turn_setup
     from ..turns import TurnAnalyzerStop
 
     try:
         if setup.stop == "smart-turn":
-            overrides: dict[str, Any] = dict(setup.overrides)
+            overrides: dict[str, Any] = {"ask_audio": "when-needed", **dict(setup.overrides)}
             return recommended_turn_setup(analyzer=analyzer, **overrides).stop
         if setup.stop == "smart-turn-only":
             return TurnAnalyzerStop(analyzer, **setup.stop_overrides())
@@ -202,6 +204,10 @@ def make_app(options: ServeOptions, *, admission: Any = None, deploy: bool = Tru
         stop_strategy(options.setup)  # check the setup now, not when the first caller speaks
     models = Models(options, deploy=deploy)
     SileroVADAnalyzer(16000).close()  # load Silero now
+    if options.setup.stop == "smart-turn":
+        from ..turns.ending import default_words_end
+
+        default_words_end()  # and the words' language model, not on the event loop when the first caller speaks
 
     def build(transport: Any) -> Stage:
         return make_stage(options, transport, models)
