@@ -13,8 +13,11 @@ came back from in the turn. Then:
 2. a log-logistic law fitted to the mid-turn pauses' lengths (ordinary and
    inside readings, one shape) gives how fast the silence makes a pause
    unlikely;
-3. the threshold is the lowest whose simulated outcome on the tune pauses keeps
-   audible cut-offs and all cut-offs under the targets with a margin.
+3. the threshold and the bounds (``max_wait``, the words' ``words_wait`` and
+   ``words_hold``, a reading's ``rhythm``) are chosen on a grid by simulating
+   every tune pause: the best score against the targets (with a margin on the
+   cut-offs). It also prints what went wrong on tune, by class (:func:`errors`),
+   and the outcome at patience 0.5 and 2.
 
     python benchmarks/fit_turn_wait.py TUNE_DIR [--features cache.json]
 
@@ -110,12 +113,13 @@ def fit_pauses(ordinary: list[float], reading: list[float]) -> tuple[float, floa
 
 
 def simulate(model: WaitModel, rows: list[dict[str, Any]], signal: TrigramWordsEnd, patience: float = 1.0,
-             ) -> dict[str, float]:
+             judged: list[Any] | None = None) -> dict[str, float]:
     """The outcome of every pause if answered after ``needed_silence`` (words in at STT_DELAY)."""
     ends = found = mids = cut = audible = 0
     latencies: list[float] = []
-    for r in rows:
-        ev = Evidence(r["audio"], signal.judge(r["text"]), r["reading"], r["n"], r["longest"])
+    verdicts = judged if judged is not None else [signal.judge(r["text"]) for r in rows]
+    for r, words in zip(rows, verdicts, strict=True):
+        ev = Evidence(r["audio"], words, r["reading"], r["n"], r["longest"])
         answer = max(needed_silence(model, ev, patience), STT_DELAY)
         after = r["after"] if r["after"] is not None else math.inf
         heard_back = after + START_SECS  # the resumed speech reaches the strategy
@@ -138,6 +142,55 @@ def simulate(model: WaitModel, rows: list[dict[str, Any]], signal: TrigramWordsE
     return {"found": found / ends, "cut": cut / mids, "audible": audible / mids, "p50": q(0.5), "p90": q(0.9)}
 
 
+def errors(model: WaitModel, rows: list[dict[str, Any]], judged: list[Any]) -> dict[str, dict[str, int]]:
+    """Why each pause went wrong (the tune split only): the cut-offs and the late or missed ends, by class.
+
+    A cut-off is classed by what let it through: ``reading`` (a number or spelling being read),
+    ``bound`` (the silence reached the wait's bound first), ``words`` (the words said "finished"),
+    ``audio`` (the audio model said "complete" and the words did not decide), ``silence`` (the
+    odds grew with the silence). An end answered after 1.0 s (or missed) by what held it: ``reading``,
+    ``unread`` (words the signal cannot read: a name alone), ``words`` (the words said "more is
+    coming"), ``unsure`` (neither said much).
+    """
+    out: dict[str, dict[str, int]] = {"cut-offs": {}, "late ends": {}}
+    for r, words in zip(rows, judged, strict=True):
+        ev = Evidence(r["audio"], words, r["reading"], r["n"], r["longest"])
+        answer = max(needed_silence(model, ev), STT_DELAY)
+        after = r["after"] if r["after"] is not None else math.inf
+        if not r["end"] and answer < after + START_SECS:
+            if r["reading"]:
+                kind = "reading"
+            elif answer > 0.99 * model.max_wait and words.probability < 0.5:
+                kind = "bound"
+            elif words.weight > 0 and words.probability >= 0.5:
+                kind = "words"
+            elif r["audio"] >= 0.5:
+                kind = "audio"
+            else:
+                kind = "silence"
+            key = "cut-offs"
+        elif r["end"] and (answer > 1.0 or answer >= after + START_SECS):
+            if r["reading"]:
+                kind = "reading"
+            elif words.weight == 0:
+                kind = "unread"
+            elif words.probability < 0.5:
+                kind = "words"
+            else:
+                kind = "unsure"
+            key = "late ends"
+        else:
+            continue
+        out[key][kind] = out[key].get(kind, 0) + 1
+    return out
+
+
+def cost(out: dict[str, float], audible: float, cut: float) -> float:
+    """The targets as one score: misses and late answers cost, audible cut-offs cost most."""
+    return (max(0.0, 0.95 - out["found"]) * 10 + max(0.0, out["audible"] - audible) * 20
+            + max(0.0, out["cut"] - cut) * 5 + max(0.0, out["p90"] - 1.0) + max(0.0, out["p50"] - 0.4) * 5)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("tune", type=Path, nargs="+", help="the tune split's folder(s)")
@@ -153,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.features is not None:
             args.features.write_text(json.dumps(rows))
     signal = TrigramWordsEnd()
-    x = np.array([[1.0, logit(r["audio"]), logit(signal.judge(r["text"]).probability), float(r["reading"]),
-                   math.log1p(r["n"])] for r in rows])
+    # inside a reading the words weigh nothing (rxvoice.turns.wait.end_log_odds)
+    x = np.array([[1.0, logit(r["audio"]), 0.0 if r["reading"] else logit(signal.judge(r["text"]).probability),
+                   float(r["reading"]), math.log1p(r["n"])] for r in rows])
     y = np.array([float(r["end"]) for r in rows])
     w = fit_logistic(x, y)
     ordinary = [r["after"] for r in rows if not r["end"] and not r["reading"]]
@@ -165,22 +219,31 @@ def main(argv: list[str] | None = None) -> int:
                     pause_median=round(m, 2), reading_median=round(mr, 2), pause_shape=round(shape, 2))
     print(f"{len(rows)} pauses ({int(y.sum())} turn ends); logistic {np.round(w, 3)}; "
           f"pauses: median {m:.2f} s, in readings {mr:.2f} s, shape {shape:.2f}")
+    judged = [signal.judge(r["text"]) for r in rows]
     chosen, best = None, math.inf
-    for max_wait in (1.2, 1.3, 1.4, 1.6, 2.0):
-        for threshold in np.arange(-1.0, 5.01, 0.1):
-            candidate = replace(model, threshold=round(float(threshold), 2), max_wait=max_wait)
-            out = simulate(candidate, rows, signal)
-            # the targets, as one score: misses and late answers cost, audible cut-offs cost most
-            cost = (max(0.0, 0.95 - out["found"]) * 10 + max(0.0, out["audible"] - args.audible) * 20
-                    + max(0.0, out["cut"] - args.cut) * 5 + max(0.0, out["p90"] - 1.0) + max(0.0, out["p50"] - 0.4))
-            if cost < best:
-                chosen, best = candidate, cost
-            if round(threshold * 10) % 5 == 0:
-                print(f"  max_wait {max_wait} threshold {threshold:+.1f}: "
-                      + ", ".join(f"{k} {v:.3f}" for k, v in out.items()))
+    for max_wait in (1.0, 1.2, 1.3, 1.4, 1.6):
+        for words_wait in (0.0, 1.8, 2.0, 2.2, 2.5):
+            for words_hold in (1.0, 1.5, 2.0):
+                for rhythm in (1.35, 1.5, 2.0):  # at least 1.35: a reader slowing down 0.6, 1.0, 1.5 s is held
+                    for threshold in np.arange(0.0, 4.01, 0.25):
+                        candidate = replace(model, threshold=round(float(threshold), 2), max_wait=max_wait,
+                                            words_wait=words_wait, words_hold=words_hold, rhythm=rhythm)
+                        out = simulate(candidate, rows, signal, judged=judged)
+                        c = cost(out, args.audible, args.cut)
+                        if c < best:
+                            chosen, best = candidate, c
     assert chosen is not None
+    coarse = chosen
+    for threshold in np.arange(coarse.threshold - 0.2, coarse.threshold + 0.201, 0.05):  # finer, around it
+        candidate = replace(coarse, threshold=round(float(threshold), 2))
+        c = cost(simulate(candidate, rows, signal, judged=judged), args.audible, args.cut)
+        if c < best:
+            chosen, best = candidate, c
     print("chosen:", chosen)
-    print("simulated on tune:", simulate(chosen, rows, signal))
+    print("simulated on tune:", simulate(chosen, rows, signal, judged=judged))
+    print("what went wrong on tune:", errors(chosen, rows, judged))
+    for patience in (0.5, 2.0):
+        print(f"  patience {patience}:", simulate(chosen, rows, signal, patience, judged=judged))
     return 0
 
 

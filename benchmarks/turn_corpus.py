@@ -18,9 +18,18 @@ What varies, so that no word list or timeout can learn it by heart:
 * turn ends that look unfinished to a word list: short answers, a name or a
   number alone, "... or something", "so" said as an end, statements used as
   questions, a trailing pronoun or particle;
-* pauses of 0.3 to 2.0 s (log-uniform), gaps of 1.2 to 2.5 s between turns; three
-  mid-turn pauses in four are spoken with a comma (espeak's "more to come"
-  intonation, as a speaker's voice often says it), the others flat;
+* pauses of 0.3 to 2.0 s (log-uniform), gaps of 1.2 to 2.5 s between turns;
+* how the pause sounds (the call's *prosody*, half the calls each, by a fixed
+  rule):
+
+  - ``sentence``: each turn is spoken as **one** utterance (espeak-ng's SSML
+    mode, a ``<break/>`` at each pause), so the words before a mid-turn pause
+    keep the sentence's unfinished intonation, as a person pausing
+    mid-sentence does; only the turn's last words fall like an end;
+  - ``segments``: each segment is spoken on its own, so every pause comes
+    after words said like a sentence of their own (three in four with espeak's
+    comma intonation, the others flat): a voice that gives the audio model no
+    cue, the hard case for it (and what many TTS-made test sets sound like);
 * the voice (espeak-ng languages and variants), 130-200 words a minute,
   pitch 25-75, speech level -18 to -36 dBFS RMS, drawn pink noise in about
   four calls of ten, a telephone band (300-3400 Hz through 8 kHz) in one of five.
@@ -28,14 +37,17 @@ What varies, so that no word list or timeout can learn it by heart:
 The split is fixed by rule, not by chance: the templates of each kind and the
 voices are numbered, even numbers go to ``tune``, odd ones to ``report``, and a
 call draws only from its split's templates and voices. Tune on ``tune``; report
-``report``, whose texts a tuner never reads.
+``report``, whose texts a tuner never reads. The prosody is in the file name
+(``c0001-sentence.wav``, ``c0003-segments.wav``): calls 0, 1, 4, 5, ... are
+``sentence``, 2, 3, 6, 7, ... ``segments``, so each split has both.
 
     python benchmarks/turn_corpus.py                     # 240 calls into the cache, prints the two folders
     python benchmarks/turn_corpus.py --calls 400 --jobs 2
     rxvoice eval "$(python benchmarks/turn_corpus.py --print report)"
+    rxvoice eval "$(python benchmarks/turn_corpus.py --print report)"/*-sentence.wav   # one prosody
 
 The cache is ``$RXVOICE_CORPUS_CACHE`` or ``~/.cache/rxvoice/turn-corpus``; a
-folder per version, series and size (``v2-series1-240/tune``, ``.../report``).
+folder per version, series and size (``v3-series1-240/tune``, ``.../report``).
 """
 
 from __future__ import annotations
@@ -55,12 +67,19 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import numpy as np
 
-VERSION = 2
+VERSION = 3
 RATE = 16000
 SPLITS = ("tune", "report")
+PROSODIES = ("sentence", "segments")
+"""How a call's pauses sound: inside one spoken sentence (continuation intonation) or after a segment
+spoken alone (see the module's docstring)."""
+_BREAK = 1.5
+"""Seconds of each SSML break while synthesizing a ``sentence`` turn: longer than any pause espeak makes
+itself, so the breaks are found again exactly; each is then replaced by the call's own pause."""
 
 # -- what callers say ----------------------------------------------------------------------------
 # A template is one turn; "|" marks a mid-turn pause. Slots: {name} a first name, {place} a place,
@@ -305,11 +324,17 @@ class CallSpec:
     telephone: bool
     series: int
     segments: tuple[Spoken, ...]
+    prosody: str = "segments"
 
 
 def split_of(index: int) -> str:
     """The fixed rule: even-numbered templates and voices tune, odd ones report."""
     return SPLITS[index % 2]
+
+
+def prosody_of(index: int) -> str:
+    """The fixed rule for a call's prosody: calls 0, 1, 4, 5, ... ``sentence``, 2, 3, 6, 7, ... ``segments``."""
+    return PROSODIES[(index // 2) % 2]
 
 
 def _mine(entries: Sequence[str], split: str) -> list[str]:
@@ -356,7 +381,8 @@ def _turn(kind_lists: dict[str, list[str]], rng: random.Random, used: set[str]) 
 
 
 def _written(part: str, last: bool, reading: bool, comma: bool) -> str:
-    """How the part is spoken and written: mid-turn, with a comma (continuation prosody) or nothing."""
+    """How the part is spoken and written: mid-turn, with a comma (espeak's continuation intonation) or
+    nothing."""
     part = part.strip()
     if last:
         return part
@@ -367,6 +393,7 @@ def _written(part: str, last: bool, reading: bool, comma: bool) -> str:
 def call_spec(index: int, series: int) -> CallSpec:
     """The ``index``-th call of the corpus made with ``series`` (its split by :func:`split_of`)."""
     split = split_of(index)
+    prosody = prosody_of(index)
     rng = random.Random(f"{series}:{index}")
     pauses = {k: _mine(v, split) for k, v in PAUSES.items()}
     ends = {k: _mine(v, split) for k, v in ENDS.items()}
@@ -386,15 +413,16 @@ def call_spec(index: int, series: int) -> CallSpec:
                 gap = _pause(rng, 0.4, 1.6)
             else:
                 gap = _pause(rng)
-            # Mostly said with a speaker's "more to come" intonation (espeak: a comma), sometimes flat.
-            comma = rng.random() < 0.75
+            # A segment spoken alone: mostly with espeak's "more to come" intonation (a comma), sometimes
+            # flat. Inside one sentence the sentence's own intonation carries over the pause: no comma.
+            comma = rng.random() < 0.75 and prosody == "segments"
             segments.append(Spoken(_written(part, last, reading, comma), last, gap))
     noise = round(rng.uniform(-60.0, -45.0), 1) if rng.random() < 0.4 else None
     level = -35.0 if rng.random() < 0.15 else round(rng.uniform(-30.0, -18.0), 1)
     return CallSpec(
-        name=f"c{index:04d}", split=split, voice=voice, wpm=rng.randint(130, 200), pitch=rng.randint(25, 75),
+        name=f"c{index:04d}-{prosody}", split=split, voice=voice, wpm=rng.randint(130, 200), pitch=rng.randint(25, 75),
         level_dbfs=level, noise_dbfs=noise, telephone=rng.random() < 0.2, series=rng.randrange(2**31),
-        segments=tuple(segments),
+        segments=tuple(segments), prosody=prosody,
     )
 
 
@@ -411,6 +439,44 @@ def _speak(text: str, spec: CallSpec, tmp: Path) -> np.ndarray:
                     "silence", "1", "0.01", "0.5%", "reverse", "silence", "1", "0.01", "0.5%", "reverse"],
                    check=True, capture_output=True)
     return _read(trimmed)
+
+
+def _speak_turn(parts: Sequence[str], spec: CallSpec, tmp: Path) -> list[np.ndarray]:
+    """A turn spoken as one sentence with a break at each pause, cut into its parts (``sentence`` prosody).
+
+    espeak-ng's SSML mode keeps the sentence's intonation across a ``<break/>``; each break is
+    :data:`_BREAK` long while synthesizing, found again as the only silences that long, and dropped
+    (the call lays its own pauses between the parts).
+    """
+    if len(parts) == 1:
+        return [_speak(parts[0], spec, tmp)]
+    raw, wide = tmp / "raw.wav", tmp / "wide.wav"
+    marker = f' <break time="{round(_BREAK * 1000)}ms"/> '
+    ssml = "<speak>" + marker.join(escape(p) for p in parts) + "</speak>"
+    subprocess.run(["espeak-ng", "-m", "-v", spec.voice, "-s", str(spec.wpm), "-p", str(spec.pitch), "-w",
+                    str(raw), ssml], check=True, capture_output=True)
+    subprocess.run(["sox", "-D", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(wide)],
+                   check=True, capture_output=True)
+    audio = _read(wide)
+    frame = RATE // 100
+    n = len(audio) // frame
+    rms = np.sqrt(np.mean(audio[: n * frame].reshape(n, frame) ** 2, axis=1))
+    loud = rms >= 0.005 * float(np.max(np.abs(audio)))
+    sounding = np.flatnonzero(loud)
+    first, last = int(sounding[0]), int(sounding[-1]) + 1
+    gaps: list[tuple[int, int]] = []
+    start: int | None = None
+    for i in range(first, last + 1):
+        if i < last and not loud[i]:
+            start = i if start is None else start
+        elif start is not None:
+            if i - start >= round(0.8 * _BREAK * 100):
+                gaps.append((start, i))
+            start = None
+    if len(gaps) != len(parts) - 1:
+        raise RuntimeError(f"{spec.name}: found {len(gaps)} breaks in {ssml!r}, expected {len(parts) - 1}")
+    edges = [first, *(e for g in gaps for e in g), last]
+    return [audio[edges[2 * k] * frame: edges[2 * k + 1] * frame] for k in range(len(parts))]
 
 
 def _read(path: Path) -> np.ndarray:
@@ -452,8 +518,15 @@ def make_call(spec: CallSpec, folder: Path) -> Path:
         parts = [np.zeros(round(0.5 * RATE))]
         t = 0.5
         labels = []
+        spoken: list[np.ndarray] = []
+        turn: list[str] = []
         for seg in spec.segments:
-            audio = _speak(seg.text, spec, tmp)
+            turn.append(seg.text)
+            if seg.turn_end:
+                spoken += _speak_turn(turn, spec, tmp) if spec.prosody == "sentence" else [
+                    _speak(text, spec, tmp) for text in turn]
+                turn = []
+        for seg, audio in zip(spec.segments, spoken, strict=True):
             start, end = t, t + len(audio) / RATE
             labels.append({"text": seg.text, "start": round(start, 3), "end": round(end, 3),
                            "turn_end": seg.turn_end})

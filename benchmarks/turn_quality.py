@@ -20,7 +20,10 @@ mid-sentence segment (or inside any segment) *cuts the caller off*.
     .venv/bin/python benchmarks/turn_quality.py --pipecat   # both (the bench extra installed)
     python benchmarks/turn_quality.py --json out.json
 
-Paths default to the shared development calls and ``benchmarks/data/extra_calls``.
+Paths default to the development calls (``tests/data/calls``) and ``benchmarks/data/extra_calls``; the
+generated corpus's report half is what ``docs/turn-taking.md`` reports:
+
+    .venv/bin/python benchmarks/turn_quality.py --pipecat "$(python benchmarks/turn_corpus.py --print report)"
 """
 
 from __future__ import annotations
@@ -41,9 +44,9 @@ from rxvoice.cli.eval import WORD_MODES, Item, PauseResult, evaluate, find_items
 from rxvoice.cli.wav import read_wav
 
 HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("RXVOICE_SHARED", HERE.parents[1] / "shared"))
-MODEL = Path(os.environ.get("RXVOICE_SMART_TURN_MODEL", SHARED / "models" / "smart-turn-v3.2-cpu.onnx"))
-DEFAULT_PATHS = [SHARED / "audio" / "calls", HERE / "data" / "extra_calls"]
+MODEL = Path(os.environ.get("RXVOICE_SMART_TURN_MODEL",
+                            Path.home() / ".cache" / "rxvoice" / "smart-turn-v3.2-cpu.onnx"))
+DEFAULT_PATHS = [HERE.parent / "tests" / "data" / "calls", HERE / "data" / "extra_calls"]
 STT_DELAY = 0.3
 TAIL = 4.0
 CHUNK = 320

@@ -14,11 +14,16 @@ speech, never a stalled server.
 With a :class:`VADBatcher`, the Silero calls of every session sharing it are
 made together, one model call per scheduler tick: the verdict then comes out
 a tick after the audio (at the same scheduler time), and a core keeps up with
-several times more concurrent streams.
+several times more concurrent streams. A server gives it a thread of its own
+(``VADBatcher(thread=True)``): the model calls then leave the event loop
+(onnxruntime releases the GIL while it runs), batches grow with the load
+(the chunks that arrive during a call form the next one) and each verdict
+comes back on its session's scheduler, in order.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable
@@ -281,32 +286,73 @@ class VADBatcher:
 
     Share one batcher between sessions that run on one scheduler (one event
     loop): the flush analyzes every session's chunk on that scheduler's
-    thread.
+    thread, or, with ``thread=True``, on the batcher's own thread (one, so
+    the flushes, and each session's verdicts, stay in order), each verdict
+    handed back to its session on the session's scheduler (which must accept
+    work from another thread: an asyncio loop's ``AsyncIOThreadSafeScheduler``,
+    what rxvoice's sessions run on).
 
     Args:
         max_batch: The most chunks analyzed in one call.
+        thread: Run the model calls off the sessions' scheduler, on a thread of the batcher's.
     """
 
-    def __init__(self, max_batch: int = 64) -> None:
-        if max_batch < 1:
+    def __init__(self, max_batch: int = 64, *, thread: bool = False) -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise ConfigurationError("max_batch must be >= 1")
         self.max_batch = max_batch
+        self.thread = bool(thread)
         self._pending: list[tuple[_VADSession, Any]] = []
         self._scheduled = False
         self._lock = threading.Lock()
+        self._worker: concurrent.futures.ThreadPoolExecutor | None = None
+        self._closed = False
         self.calls = 0
         """Batched model calls made so far (one per group of sessions per flush)."""
 
     def submit(self, session: _VADSession, chunk: Any) -> None:
-        """Queue a session's chunk for the next flush (scheduled on its scheduler if none is)."""
+        """Queue a session's chunk for the next flush (scheduled on its scheduler, or the batcher's thread)."""
         with self._lock:
             self._pending.append((session, chunk))
             if self._scheduled:
                 return
             self._scheduled = True
-        session.port.session.scheduler.schedule(self._flush)
+            worker = self._thread() if self.thread else None
+        if worker is None:
+            session.port.session.scheduler.schedule(self._flush)
+            return
+        try:
+            worker.submit(self._flush_here)
+        except RuntimeError:  # closed (the server is stopping): analyze on the session's scheduler
+            session.port.session.scheduler.schedule(self._flush)
 
-    def _flush(self, _scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+    def _thread(self) -> concurrent.futures.ThreadPoolExecutor | None:
+        if self._closed:
+            return None
+        if self._worker is None:
+            self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rxvoice-vad")
+        return self._worker
+
+    def close(self) -> None:
+        """Stop the batcher's thread (chunks queued after this are analyzed on their sessions' scheduler)."""
+        with self._lock:
+            self._closed = True
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=False)
+
+    def _flush_here(self) -> None:
+        """On the batcher's thread: analyze what is pending, the verdicts handed back to each scheduler."""
+        back: dict[int, tuple[abc.SchedulerBase, list[tuple[_VADSession, Any]]]] = {}
+        try:
+            self._flush(None, None, back)
+        except Exception:  # never lost silently on the thread: the chunks of this flush are skipped
+            log.exception("a VAD flush failed on the batcher's thread; its chunks were skipped")
+        for scheduler, results in back.values():
+            scheduler.schedule(_hand_back, results)
+
+    def _flush(self, _scheduler: abc.SchedulerBase | None, _state: Any = None,
+               back: dict[int, tuple[abc.SchedulerBase, list[tuple[_VADSession, Any]]]] | None = None) -> None:
         with self._lock:
             pending, self._pending = self._pending, []
             self._scheduled = False
@@ -321,10 +367,11 @@ class VADBatcher:
                 else:
                     seen.add(key)
                     batch.append(item)
-            self._run(batch)
+            self._run(batch, back)
             pending = rest
 
-    def _run(self, batch: list[tuple[_VADSession, Any]]) -> None:
+    def _run(self, batch: list[tuple[_VADSession, Any]],
+             back: dict[int, tuple[abc.SchedulerBase, list[tuple[_VADSession, Any]]]] | None = None) -> None:
         groups: dict[tuple[int, int], list[tuple[_VADSession, Any]]] = {}
         for session, chunk in batch:
             if session.closed:
@@ -339,10 +386,15 @@ class VADBatcher:
             except Exception as exc:  # never into the scheduler: only the bad chunk may be lost
                 log.warning("a batched VAD call failed (%r); analyzing one by one", exc)
                 for session, chunk in items:
-                    self._deliver_one(session, chunk)
+                    if back is None:
+                        self._deliver_one(session, chunk)
+                    else:
+                        _later(back, session, _analyze_one(session, chunk))
                 continue
             for (session, _), state in zip(items, states, strict=True):
-                if state is SPEAKING or session.state.speaking:  # otherwise nothing to decide (see verdict)
+                if back is not None:
+                    _later(back, session, state)
+                elif state is SPEAKING or session.state.speaking:  # otherwise nothing to decide (see verdict)
                     session.port.session.run(_deliver, (session, state))
 
     @staticmethod
@@ -358,4 +410,34 @@ class VADBatcher:
 def _deliver(item: tuple[_VADSession, VADState]) -> None:
     session, state = item
     session.port.inject_call(lambda: session.verdict(state))
+
+
+def _report(item: tuple[_VADSession, Exception]) -> None:
+    session, error = item
+    session.port.inject_call(lambda: session.port.report_error(error))
+
+
+def _analyze_one(session: _VADSession, chunk: Any) -> VADState | Exception:
+    try:
+        return session.analyzer.analyze_audio(chunk)
+    except Exception as exc:  # reported by its session, on its scheduler
+        return exc
+
+
+def _later(back: dict[int, tuple[abc.SchedulerBase, list[tuple[_VADSession, Any]]]], session: _VADSession,
+           result: Any) -> None:
+    """Keep a verdict computed on the batcher's thread for its session's scheduler."""
+    scheduler = session.port.session.scheduler
+    back.setdefault(id(scheduler), (scheduler, []))[1].append((session, result))
+
+
+def _hand_back(_scheduler: abc.SchedulerBase, results: list[tuple[_VADSession, Any]] | None = None) -> None:
+    """On the sessions' scheduler: each verdict (or error) of a flush made on the batcher's thread, in order."""
+    for session, result in results or ():
+        if session.closed:
+            continue
+        if isinstance(result, Exception):
+            session.port.session.run(_report, (session, result))
+        elif result is SPEAKING or session.state.speaking:  # otherwise nothing to decide (see verdict)
+            session.port.session.run(_deliver, (session, result))
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..services.whisper import whisper_label
 from ._common import secs
 from .labels import LabelsSummary, LabelVerdict, summarize
 from .observations import SpeechStarted, Turn, Verdict, Words
@@ -244,7 +245,7 @@ def detail(result: FileResult) -> str:
     source = f"{rec.source_rate} Hz, {rec.source_channels} ch, {rec.encoding}"
     words = {
         "labels.csv": "no transcript (the words: the text of its row in labels.csv)",
-        "whisper": "no transcript (words from the offline STT, Whisper tiny.en)",
+        "whisper": f"no transcript (words from the offline STT, {whisper_label()})",
         "pocketsphinx": "no transcript (words from the offline STT, PocketSphinx)",
     }.get(result.words_from or "", "no transcript (placeholders from the VAD)")
     if result.transcript is not None:

@@ -2,7 +2,8 @@
 
 **One process** (the default) runs every session on one event loop. What is
 heavy is shared and off the loop: the Silero calls of all sessions are
-batched (one model call per loop tick, :class:`~rxvoice.audio.vad_processor.VADBatcher`),
+batched on a thread of their own (the chunks that arrive during one model call
+form the next, :class:`~rxvoice.audio.vad_processor.VADBatcher`),
 Smart Turn windows go to an inference backend (in process: the
 :class:`~rxvoice.audio.turn.SmartTurnBatcher`, which judges the windows
 waiting at the same moment in one call, on worker threads), PocketSphinx
@@ -133,7 +134,7 @@ class Models:
 
     def __init__(self, options: ServerOptions, *, deploy: bool = True) -> None:
         self.options = options
-        self.vad_batcher = VADBatcher()
+        self.vad_batcher = VADBatcher(thread=True)  # Silero off the event loop, batched with the load
         self.backend: InferenceBackend | None = None
         self.decoders: Any = None
         remote_stt = options.stt == "pocketsphinx" and options.inference != "in-process"
@@ -168,6 +169,7 @@ class Models:
                           on_fallback=on_fallback)
 
     def close(self) -> None:
+        self.vad_batcher.close()
         if self.backend is not None:
             self.backend.close()
 

@@ -27,7 +27,7 @@ from ..errors import ModelError
 from ..pipeline import inline_offload, pipeline
 from ..pipeline.session import Session
 from ..services.stt import PocketSphinxSTT, STTService, pocketsphinx_available
-from ..services.whisper import WhisperSTT, whisper_available, whisper_installed
+from ..services.whisper import WhisperSTT, whisper_available, whisper_installed, whisper_label
 from ..testing import FrameMarbles, Segment, Transcript
 from ._common import CLIError
 from .wav import RATE, Recording
@@ -46,8 +46,10 @@ def default_stt() -> str:
 
 
 def stt_label(choice: str) -> str:
-    """The engine's name as the output shows it."""
-    return {"whisper": "Whisper tiny.en", "pocketsphinx": "PocketSphinx"}.get(choice, choice)
+    """The engine's name as the output shows it (Whisper with the model in use: "Whisper base")."""
+    if choice == "whisper":
+        return whisper_label()
+    return {"pocketsphinx": "PocketSphinx"}.get(choice, choice)
 
 
 def offline_stt(choice: str | None) -> STTService | None:

@@ -1,4 +1,4 @@
-"""WhisperSTT: offline speech-to-text with Whisper tiny.en (faster-whisper, int8 on the CPU).
+"""WhisperSTT: offline speech-to-text with Whisper base or tiny.en (faster-whisper, int8 on the CPU).
 
 Place it where any STT stage goes, after the VAD::
 
@@ -42,8 +42,18 @@ runs, so the event loop and the other sessions go on. One model is loaded per
 process and shared (it holds no per-session state); loading takes 0.3-0.8 s,
 on the worker, when the first session starts.
 
+Whisper pads every stretch to its 30 s window and its encoder reads all of
+it; here the encoder reads the audio and 5 s of that padding (at least 10 s
+in all), as whisper.cpp's ``audio_ctx`` does: half the CPU on the
+development calls, and fewer errors (Whisper loops less on a short window
+than on one of mostly padding). A transcription that still loops (one word
+five times running, a phrase three times) is decoded again with no four
+tokens said twice.
+
 The model is never downloaded at run time: ``rxvoice model install`` puts it
-in the user cache (:mod:`~rxvoice.services.whisper_model`). Install the
+in the user cache (:mod:`~rxvoice.services.whisper_model`): Whisper base by
+default, tiny.en with ``--size tiny.en``; WhisperSTT uses base when it is
+installed, else tiny.en. Install the
 engine with ``pip install 'rxvoice[stt]'``.
 """
 
@@ -62,12 +72,12 @@ from typing import Any
 import numpy as np
 
 from ..aggregators.reports import iso8601
-from ..errors import ConfigurationError, ModelError
+from ..errors import ConfigurationError, ModelError, ModelNotFoundError
 from ..frames import TranscriptionFrame
 from ..pipeline.processor import Port
 from .spoken import spoken_words
 from .stt import _FINISH, Recognizer, STTService, Utterance, _STTSession
-from .whisper_model import check_whisper_model, find_whisper_model
+from .whisper_model import WHISPER_SIZES, check_whisper_model, find_whisper_model, whisper_model_spec
 
 __all__ = [
     "WHISPER_WORKERS",
@@ -76,6 +86,7 @@ __all__ = [
     "WhisperWord",
     "whisper_available",
     "whisper_installed",
+    "whisper_label",
     "whisper_offload",
 ]
 
@@ -152,9 +163,18 @@ def whisper_installed() -> bool:
     return whisper_available() and whisper_model_found()
 
 
+def whisper_label() -> str:
+    """The model WhisperSTT() would load, as the output names it ("Whisper base"; "Whisper" when none is found)."""
+    try:
+        spec = whisper_model_spec(find_whisper_model())
+    except ModelNotFoundError:
+        return "Whisper"
+    return spec.label if spec is not None else "Whisper"
+
+
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
-_MODELS: dict[tuple[str, str, int], Any] = {}
+_MODELS: dict[tuple[str, str, int, tuple[float, float] | None], Any] = {}
 
 
 def whisper_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -174,22 +194,65 @@ def whisper_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
     return pool.submit(job)
 
 
-def _shared_model(folder: str, compute_type: str) -> Any:
-    """The process's model for ``folder``: loaded once, called from up to WHISPER_WORKERS threads at once."""
-    key = (folder, compute_type, WHISPER_WORKERS)
+def _shared_model(folder: str, compute_type: str, window: tuple[float, float] | None = None) -> Any:
+    """The process's model for ``folder``: loaded once, called from up to WHISPER_WORKERS threads at once.
+
+    ``window`` (margin, least seconds): the encoder reads the audio plus
+    ``margin`` seconds of Whisper's padding, at least ``least`` seconds, not
+    the full 30 s window (None).
+    """
+    key = (folder, compute_type, WHISPER_WORKERS, window)
     with _LOCK:
         model = _MODELS.get(key)
         if model is None:
-            from faster_whisper import WhisperModel
-
             try:
-                model = WhisperModel(folder, device="cpu", compute_type=compute_type, cpu_threads=1,
-                                     num_workers=WHISPER_WORKERS, local_files_only=True)
+                model = _model_class()(folder, device="cpu", compute_type=compute_type, cpu_threads=1,
+                                       num_workers=WHISPER_WORKERS, local_files_only=True)
             except Exception as exc:  # a file CTranslate2 cannot read
                 raise ModelError(f"the Whisper model at {folder} did not load ({exc}): run "
                                  "`rxvoice model install stt` to replace it") from exc
+            model.window_frames = None if window is None else (round(window[0] * _FRAMES), round(window[1] * _FRAMES))
             _MODELS[key] = model
     return model
+
+
+_FRAMES = 100  # log-mel frames a second
+_MODEL_CLASS: Any = None
+
+
+def _model_class() -> Any:
+    """faster-whisper's ``WhisperModel`` with an encoder that reads only the audio and a margin of padding.
+
+    Whisper pads every window to 30 s and its encoder reads all of it: for a
+    few seconds of speech nine tenths of the cost is padding. As
+    whisper.cpp's ``audio_ctx`` does, the encoder here reads the window's
+    audio, then ``margin`` seconds of padding (at least ``least`` seconds in
+    all): padding frames are exact zeros (faster-whisper pads the log-mel
+    features with zeros; speech and recorded silence never give an all-zero
+    frame). On the development calls this halves the CPU and, with a margin
+    of 5 s and at least 10 s, also removes errors (Whisper loops less on a
+    short window than on one of mostly padding).
+    """
+    global _MODEL_CLASS
+    if _MODEL_CLASS is None:
+        from faster_whisper import WhisperModel
+
+        class _WindowedModel(WhisperModel):  # type: ignore[misc]
+            window_frames: tuple[int, int] | None = None
+
+            def encode(self, features: Any) -> Any:
+                if self.window_frames is not None:
+                    margin, least = self.window_frames
+                    frames = features.shape[-1]
+                    voiced = np.flatnonzero(np.any(features.reshape(-1, frames) != 0.0, axis=0))
+                    keep = max(least, (int(voiced[-1]) + 1 if len(voiced) else 0) + margin)
+                    keep += keep % 2  # the encoder's convolution halves the frames
+                    if keep < frames:
+                        features = features[..., :keep]
+                return super().encode(features)
+
+        _MODEL_CLASS = _WindowedModel
+    return _MODEL_CLASS
 
 
 class _WhisperRecognizer:
@@ -197,7 +260,7 @@ class _WhisperRecognizer:
 
     def __init__(self, stt: WhisperSTT) -> None:
         self.stt = stt
-        self.model = _shared_model(stt.model_folder, stt.compute_type)
+        self.model = _shared_model(stt.model_folder, stt.compute_type, stt.window)
         self.audio = bytearray()
         self.context = bytearray()
         self.said: list[str] = []  # the words of the previous finals (of the context), bare
@@ -235,11 +298,16 @@ class _WhisperRecognizer:
         samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
         boundary = len(before) / 2 / _RATE
         seconds = len(samples) / _RATE
-        segments, _info = self.model.transcribe(
-            samples, language="en", beam_size=stt.beam_size, best_of=1, temperature=0.0,
-            condition_on_previous_text=False, word_timestamps=True, vad_filter=False,
-            max_new_tokens=min(200, 16 + round(8 * min(seconds, 30.0))),
+        options: dict[str, Any] = dict(
+            language="en", beam_size=stt.beam_size, best_of=1, temperature=0.0, condition_on_previous_text=False,
+            word_timestamps=True, vad_filter=False, max_new_tokens=min(200, 16 + round(8 * min(seconds, 30.0))),
         )
+        segments = list(self.model.transcribe(samples, **options)[0])
+        if _looped([w.word for segment in segments for w in segment.words or ()]):
+            # Whisper's failure mode: one word or phrase over and over ("internet internet ..."). Decoded
+            # again, deterministically, with no four tokens said twice (not always: it would also forbid a
+            # phrase the caller does repeat).
+            segments = list(self.model.transcribe(samples, **options, no_repeat_ngram_size=_NO_REPEAT)[0])
         spoken: list[_Token] = []
         for index, segment in enumerate(segments):
             if _silent(segment):
@@ -270,6 +338,19 @@ def _silent(segment: Any) -> bool:
 
 
 _NO_SPEECH = 0.6
+_NO_REPEAT = 4
+
+
+def _looped(words: list[str]) -> bool:
+    """Whether Whisper went round in a loop: one word 5 times running, or a phrase of 2-8 words 3 times."""
+    bare = [w.strip().lower().strip(".,?!;:…") for w in words]
+    for size in range(1, 9):
+        times = 5 if size == 1 else 3
+        for start in range(len(bare) - size * times + 1):
+            phrase = bare[start:start + size]
+            if all(bare[start + k * size: start + (k + 1) * size] == phrase for k in range(1, times)):
+                return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,16 +427,23 @@ class _WhisperSession(_STTSession):
 
 
 class WhisperSTT(STTService):
-    """Offline speech recognition with Whisper tiny.en, int8 on the CPU: see the module docs.
+    """Offline speech recognition with Whisper (tiny.en or base), int8 on the CPU: see the module docs.
 
     Args:
         model_path: the model folder (default: ``RXVOICE_WHISPER_MODEL``, else
-            the user cache that ``rxvoice model install`` fills).
+            the user cache that ``rxvoice model install`` fills: the ``size``
+            asked for, or the best installed).
+        size: which model to look for in the cache, ``tiny.en`` or ``base``
+            (default: base when installed, else tiny.en); with ``model_path``,
+            the model its files are checked against (default: whichever they are).
         context: seconds of the session's previous speech transcribed before
-            each segment (0: each segment alone).
+            each segment (0: each segment alone; default 10 s with tiny.en, 5 s with base).
         punctuation: keep Whisper's punctuation on the words (default: none).
-        beam_size: the decoder's beam (1: greedy, about 10 % less CPU and a fifth more errors on
+        beam_size: the decoder's beam (1: greedy, cheaper and a fifth to a half more errors on
             the development calls).
+        window_margin: seconds of Whisper's padding the encoder reads after the audio (None: the
+            full 30 s window, as Whisper does; default 5 s, at least ``min_window`` in all).
+        min_window: the least the encoder reads, in seconds (default 10 s).
         compute_type: CTranslate2's type (``int8``; ``float32`` is slower, no better here).
         verify: check the model files' sha256 at construction (once per process).
         **kwargs: As for :class:`~rxvoice.services.stt.STTService`; ``offload``
@@ -374,9 +462,12 @@ class WhisperSTT(STTService):
         self,
         model_path: str | os.PathLike[str] | None = None,
         *,
-        context: float = 10.0,
+        size: str | None = None,
+        context: float | None = None,
         punctuation: bool = False,
         beam_size: int = 5,
+        window_margin: float | None = 5.0,
+        min_window: float = 10.0,
         compute_type: str = "int8",
         verify: bool = True,
         **kwargs: Any,
@@ -387,19 +478,35 @@ class WhisperSTT(STTService):
         kwargs.setdefault("interim_interval", 4.0)
         kwargs.setdefault("ttfs_p99_latency", 0.8)
         super().__init__(**kwargs)
+        if size is not None and size not in WHISPER_SIZES:
+            raise ConfigurationError(f"size must be one of {', '.join(WHISPER_SIZES)}, got {size!r}")
         if self.language is not None and self.language.lower().replace("_", "-").split("-")[0] != "en":
-            raise ConfigurationError(f"WhisperSTT's model (tiny.en) hears English only, not {self.language!r}")
-        if isinstance(context, bool) or not isinstance(context, int | float) or not 0 <= context <= 20:
+            raise ConfigurationError(f"WhisperSTT hears English only (the words' rules are English), "
+                                     f"not {self.language!r}")
+        if context is not None and (isinstance(context, bool) or not isinstance(context, int | float)
+                                    or not 0 <= context <= 20):
             raise ConfigurationError(f"context must be 0..20 seconds, got {context!r}")
         if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= 10:
             raise ConfigurationError(f"beam_size must be 1..10, got {beam_size!r}")
+        if window_margin is not None and (isinstance(window_margin, bool) or not isinstance(window_margin, int | float)
+                                          or not 0 <= window_margin <= 30):
+            raise ConfigurationError(f"window_margin must be 0..30 seconds or None, got {window_margin!r}")
+        if isinstance(min_window, bool) or not isinstance(min_window, int | float) or not 1 <= min_window <= 30:
+            raise ConfigurationError(f"min_window must be 1..30 seconds, got {min_window!r}")
         if compute_type not in ("int8", "int8_float32", "float32"):
             raise ConfigurationError(f"compute_type must be int8, int8_float32 or float32, got {compute_type!r}")
-        self.context = float(context)
+        folder = check_whisper_model(find_whisper_model(model_path, size=size), verify=verify, size=size)
+        spec = whisper_model_spec(folder)
+        self.model_folder = str(folder)
+        self.size = size or (spec.size if spec is not None else None)
+        """The model's size (``tiny.en``, ``base``), None for a folder of other files (``verify=False``)."""
+        self.label = spec.label if spec is not None and size in (None, spec.size) else f"Whisper {size or '?'}"
+        """How the output names the model ("Whisper tiny.en")."""
+        self.context = float(context if context is not None else _CONTEXT.get(self.size or "", 10.0))
         self.punctuation = bool(punctuation)
         self.beam_size = beam_size
+        self.window = None if window_margin is None else (float(window_margin), float(min_window))
         self.compute_type = compute_type
-        self.model_folder = str(check_whisper_model(find_whisper_model(model_path), verify=verify))
 
     def __repr__(self) -> str:
         return f"WhisperSTT({self.model_folder!r})"
@@ -410,3 +517,6 @@ class WhisperSTT(STTService):
     def open(self, port: Port) -> _WhisperSession:
         port.events = self.events.session(port.time)  # this session's clock and async handlers, not the stage's
         return _WhisperSession(self, port)
+
+
+_CONTEXT = {"tiny.en": 10.0, "base": 5.0}  # tuned on half the development calls (see the benchmarks)

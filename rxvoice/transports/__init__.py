@@ -9,7 +9,7 @@ runs; put your own pipeline and page behind it. Needs the ``serve`` extra:
 ``pip install 'rxvoice[serve]'``.
 """
 
-from .admission import Admission, AdmissionControl, SharedAdmission
+from .admission import Admission, AdmissionControl, SessionStarts, SharedAdmission
 from .app import ADMISSION, LIVE_TRANSPORTS, STATIC, LoopLag, voice_app
 from .guard import RefusalLog, new_token, origin_allowed, own_authorities, token_matches
 from .websocket import CappedWebSocketResponse, Limits, WebSocketAudioTransport
@@ -24,6 +24,7 @@ __all__ = [
     "Limits",
     "LoopLag",
     "RefusalLog",
+    "SessionStarts",
     "SharedAdmission",
     "WebSocketAudioTransport",
     "new_token",

@@ -12,6 +12,12 @@ processes on one machine (``rxvoice serve --workers N``) the count is the
 machine's: :class:`SharedAdmission` keeps one counter per worker in shared
 memory, so any worker admits against the machine's total and reports the
 machine's load.
+
+Opening a session costs a few milliseconds of CPU on the event loop that
+every other session shares, so a client reconnecting in a loop would slow
+them all down without ever holding a seat: :class:`SessionStarts` lets each
+address open at most ``rate`` sessions a second (after a ``burst``), and
+the server refuses the others before the WebSocket is opened (cheaply).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 
-__all__ = ["Admission", "AdmissionControl", "SharedAdmission"]
+__all__ = ["Admission", "AdmissionControl", "SessionStarts", "SharedAdmission"]
 
 
 @runtime_checkable
@@ -127,3 +133,50 @@ class SharedAdmission:
 
     def load(self) -> float:
         return min(1.0, self.sessions / self.capacity)
+
+
+class SessionStarts:
+    """Session starts per client address: a token bucket each (``burst`` at once, then ``rate`` a second).
+
+    Time is an argument (the server passes its loop's clock). At most ``max_addresses`` buckets are kept;
+    past that the full ones (addresses that have been quiet) are forgotten first, then the oldest.
+
+    Args:
+        rate: Session starts a second an address may keep up.
+        burst: Starts an address may make at once (a page's reconnects, a load test's clients).
+    """
+
+    def __init__(self, rate: float = 4.0, burst: int = 32, *, max_addresses: int = 4096) -> None:
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
+            raise ConfigurationError(f"the session start rate must be a positive number, got {rate!r}")
+        for name, value in (("burst", burst), ("max_addresses", max_addresses)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"the session starts' {name} must be an int >= 1, got {value!r}")
+        self.rate = float(rate)
+        self.burst = burst
+        self.max_addresses = max_addresses
+        self._buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, when)
+        self._lock = threading.Lock()
+        self.refused = 0
+        """Starts refused so far."""
+
+    def allow(self, address: str, now: float) -> bool:
+        """Whether ``address`` may open a session at ``now`` (seconds); takes one start if so."""
+        with self._lock:
+            tokens, then = self._buckets.get(address, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + max(0.0, now - then) * self.rate)
+            if tokens < 1.0:
+                self._buckets[address] = (tokens, now)
+                self.refused += 1
+                return False
+            self._buckets[address] = (tokens - 1.0, now)
+            if len(self._buckets) > self.max_addresses:
+                self._forget(now)
+            return True
+
+    def _forget(self, now: float) -> None:
+        full = [a for a, (t, w) in self._buckets.items() if t + (now - w) * self.rate >= self.burst]
+        for address in full:
+            del self._buckets[address]
+        while len(self._buckets) > self.max_addresses:
+            del self._buckets[next(iter(self._buckets))]

@@ -2,10 +2,13 @@
 
 Per upgrade at ``/ws``, in order: the Origin rule and the token
 (:mod:`.guard`; refused with 403 / 401, the warnings rate-limited), then
-admission (:mod:`.admission`; past the capacity the WebSocket is opened and
-closed at once with code 1013 and the reason ``server full: ...``, which a
-page can show, where a refused HTTP upgrade would reach it as a bare 1006),
-then the pipeline. ``GET /load`` answers ``{"load": ..., "sessions": ...,
+the address's rate of session starts (:class:`.admission.SessionStarts`: a
+client reconnecting in a loop is refused with 429 before the WebSocket is
+opened, so it cannot slow the sessions down), then admission
+(:mod:`.admission`; past the capacity the WebSocket is opened and closed at
+once with code 1013 and the reason ``server full: ...``, which a page can
+show, where a refused HTTP upgrade would reach it as a bare 1006), then the
+pipeline. ``GET /load`` answers ``{"load": ..., "sessions": ...,
 "capacity": ..., "lag_ms": ...}`` for the app's dispatcher or load balancer.
 
 Slow or silent clients cannot hold the server: a request whose headers are
@@ -28,7 +31,7 @@ from aiohttp import WSCloseCode, web
 
 from ..errors import ConfigurationError
 from ..pipeline import Stage
-from .admission import Admission, AdmissionControl
+from .admission import Admission, AdmissionControl, SessionStarts
 from .guard import RefusalLog, origin_allowed, own_authorities, token_matches
 from .websocket import CappedWebSocketResponse, Limits, WebSocketAudioTransport
 
@@ -41,6 +44,14 @@ LIVE_TRANSPORTS: web.AppKey[set[WebSocketAudioTransport]] = web.AppKey("rxvoice_
 
 ADMISSION: web.AppKey[AdmissionControl] = web.AppKey("rxvoice_admission", AdmissionControl)
 """The key of a :func:`voice_app`'s admission control: ``app[ADMISSION].load()``."""
+
+SESSION_STARTS = (4.0, 32)
+"""The default :class:`~rxvoice.transports.SessionStarts` of a :func:`voice_app`: ``(rate, burst)``, 32 sessions
+from one address at once, then 4 a second."""
+
+REFUSAL_DELAY = 1.0
+"""Seconds a start refused for its rate waits before its 429: a client retrying at once costs a sleeping
+request a second, not a busy loop of refusals."""
 
 STATIC = resources.files("rxvoice.transports") / "static"
 """The built-in page (``index.html``, its script and audio worklet): the live turn inspector of ``rxvoice serve``."""
@@ -95,6 +106,7 @@ def voice_app(
     client_words: bool = False,
     sample_rate: int = 16000,
     header_timeout: float = 10.0,
+    session_starts: SessionStarts | None = None,
 ) -> web.Application:
     """An aiohttp app: the page at ``/``, its files under ``/static/``, one pipeline per WebSocket at ``/ws``.
 
@@ -111,6 +123,8 @@ def voice_app(
         client_words: Take the client's own words (``{"type": "transcript"}``) into the pipeline.
         sample_rate: The rate of the clients' audio.
         header_timeout: Seconds a client has to send its request headers.
+        session_starts: How fast one address may open sessions (default: 32 at once, then 4 a second; behind
+            a proxy that hides the callers' addresses, give one sized for all of them).
 
     ``app[LIVE_TRANSPORTS]`` holds the live connections, ``app[ADMISSION]`` the admission control.
     """
@@ -122,6 +136,7 @@ def voice_app(
         raise ConfigurationError("a token must be a string of at least 8 characters")
     limits = limits or Limits()
     control: AdmissionControl = admission if admission is not None else Admission(max_sessions)
+    starts = session_starts if session_starts is not None else SessionStarts(*SESSION_STARTS)
     folder = Path(str(static if static is not None else STATIC))
     app = web.Application(handler_args={"keepalive_timeout": float(header_timeout)})
     live: set[WebSocketAudioTransport] = set()
@@ -163,6 +178,11 @@ def voice_app(
         if not token_matches(token, request.query.get("token"), request.headers.get("Authorization")):
             refusal_log().refused_request("refused a WebSocket without the right token (from %s)", request.remote)
             raise web.HTTPUnauthorized(text="this server needs its token: open the address it printed")
+        if not starts.allow(str(request.remote), asyncio.get_running_loop().time()):
+            refusal_log().refused_request("refused a session: %s opens sessions faster than %g a second",
+                                          request.remote, starts.rate)
+            await asyncio.sleep(REFUSAL_DELAY)  # the real clock is the point: a loop that retries at once waits
+            raise web.HTTPTooManyRequests(text="too many new sessions from this address; wait a moment")
         ws = CappedWebSocketResponse(limits, heartbeat=30.0)
         await ws.prepare(request)
         if not control.admit():

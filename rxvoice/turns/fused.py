@@ -56,7 +56,7 @@ from .strategy import LIKELY, LIKELY_BEFORE_WORDS, NOTHING, Arm, Disarm, Effect,
 from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
-__all__ = ["FusedTurnState", "FusedTurnStop"]
+__all__ = ["ASK_AT_PAUSE", "ASK_AUDIO", "ASK_WHEN_NEEDED", "FusedTurnState", "FusedTurnStop"]
 
 log = logging.getLogger("rxvoice.turns.fused")
 
@@ -67,6 +67,12 @@ _LIKELY_WITHIN = 1.0
 """A wait the evidence needs of at most this many seconds of silence makes the end likely (``Likely``)."""
 _VERDICT_WAIT = 0.5
 """Seconds after the VAD stop an audio verdict is waited for before the words and silence decide alone."""
+ASK_AT_PAUSE = "at-pause"
+"""``FusedTurnStop.ask_audio``: ask the audio model at every VAD stop, while the words are on their way."""
+ASK_WHEN_NEEDED = "when-needed"
+"""``FusedTurnStop.ask_audio``: ask it once the pause's words are in, only when its verdict can move the answer."""
+ASK_AUDIO = (ASK_AT_PAUSE, ASK_WHEN_NEEDED)
+"""The values of ``FusedTurnStop.ask_audio``."""
 
 
 def _after(seconds: float) -> Arm:
@@ -99,6 +105,8 @@ class FusedTurnState(NamedTuple):
     guess: str = ""
     """The latest interim words after the last final (what the last speech may turn out to say)."""
     """A reopened turn: when the speech before the false end ended (its pause counts as one)."""
+    audio_asked: bool = False
+    """The audio model was asked about this pause (``ask_audio="when-needed"``: never twice)."""
 
     @property
     def speaking(self) -> bool:
@@ -148,6 +156,12 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             quiet after the last transcript that ends the turn (longer when
             the words say more is coming).
         wait_for_transcript: never answer without words (as the other stops).
+        ask_audio: when the audio model is asked: ``"at-pause"`` (the default: at every VAD
+            stop, while the words are on their way) or ``"when-needed"`` (once the pause's words
+            are in, and only when the verdict can move the answer: not when the words and the
+            silence answer whatever the audio says, nor when both ends of its range give the same
+            wait; never twice for one pause). A server carrying many sessions asks Smart Turn a
+            fraction as often this way; a verdict that is needed then comes after the words.
 
     Raises:
         ConfigurationError: a ``patience`` out of range, a bad analyzer or timeout.
@@ -162,6 +176,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     transcript_timeout: float = 0.5
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
+    ask_audio: str = ASK_AT_PAUSE
     _words_end: WordsEndModel | None = field(default=None, init=False, repr=False, compare=False)
     words: WordsWait = field(init=False, repr=False, compare=False)
     handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES | {InputAudioRawFrame, StartFrame}
@@ -178,6 +193,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         if not isinstance(self.wait_model, WaitModel):
             raise ConfigurationError(f"FusedTurnStop.wait_model must be a WaitModel, got {self.wait_model!r}")
         check_seconds(self.transcript_timeout, "FusedTurnStop.transcript_timeout", high=30.0)
+        if self.ask_audio not in ASK_AUDIO:
+            raise ConfigurationError(f"FusedTurnStop.ask_audio must be one of {', '.join(ASK_AUDIO)}, "
+                                     f"got {self.ask_audio!r}")
         words_end = self.words_end
         if words_end is None:
             words_end = default_words_end(self.language)
@@ -266,6 +284,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         if evidence is None:
             # Only the final words are awaited: likely when interim words stand for them and need little silence.
             return s, ((*effects, LIKELY_BEFORE_WORDS) if self._likely_before_words(s) else tuple(effects))
+        if (self.ask_audio == ASK_WHEN_NEEDED and self.analyzer is not None and s.probability is None
+                and not s.audio_asked and self._audio_moves(evidence, now - s.words.speech_end)):
+            s = self._ask(s, now, effects)._replace(audio_asked=True)
         if self.analyzer is not None and s.probability is None and s.asks.inflight:
             # The audio model's verdict on this pause is on its way: wait for it (bounded).
             pending = s.asks.asked_at + _VERDICT_WAIT - now
@@ -277,6 +298,17 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return self._answer(s, effects, self.end_reason(s, evidence, now))
         likely = (LIKELY,) if need <= _LIKELY_WITHIN else ()  # only the patience is left: the end is likely
         return s, (*effects, *likely, _after(need - silence))
+
+    def _audio_moves(self, evidence: Evidence, silence: float) -> bool:
+        """Whether the audio model's verdict could change when this evidence answers (``silence``: so far).
+
+        The wait only shrinks as the audio's probability grows, so its two ends bound every verdict:
+        no verdict is needed when even a sure "incomplete" answers now, or when both ends wait alike.
+        """
+        longest = self.needed_silence(evidence._replace(audio=0.0))
+        if longest <= silence + _TICK:
+            return False
+        return longest - self.needed_silence(evidence._replace(audio=1.0)) > _TICK
 
     def _likely_before_words(self, s: FusedTurnState) -> bool:
         """The final words are awaited: is an end likely on the interim words (a speculative reply may be asked)?"""
@@ -339,7 +371,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return s, (Disarm(_DECIDE), *effects, *vad_started(frame))
         if t is VADUserStoppedSpeakingFrame:
             out: list[Effect] = [Disarm(_DECIDE), *effects]
-            s = self._ask(s._replace(words=words, no_vad=False, probability=None), now, out)
+            s = s._replace(words=words, no_vad=False, probability=None, audio_asked=False)
+            if self.ask_audio == ASK_AT_PAUSE:
+                s = self._ask(s, now, out)
             return self._decide(s, now, out)
         if t is InterimTranscriptionFrame:
             text = getattr(frame, "text", "")

@@ -3,7 +3,9 @@
 At the moment the speech stops, the evidence gives odds that the turn is over
 (a logistic model, :func:`end_log_odds`): the audio model's probability, the
 words' end probability times its weight (:mod:`rxvoice.turns.ending`), whether
-a number or a spelled word is being read, and how long the turn is. Then the
+a number or a spelled word is being read (then the words weigh nothing: a
+language model cannot tell whether "four five" is the whole number; the
+reading's rhythm decides), and how long the turn is. Then the
 silence speaks: a speaker in the middle of a turn comes back after a pause
 whose length follows a log-logistic law (median :attr:`WaitModel.pause_median`;
 longer while a reading is in progress, and longer still when this speaker
@@ -13,11 +15,16 @@ grow by ``1 / S(silence)``, the pause law's survival (:func:`turn_over_log_odds`
 The turn is answered when the odds cross the threshold, which ``patience``
 raises or lowers (:func:`needed_silence` gives the moment in closed form).
 
-Two bounds keep it safe: the words alone move the odds by at most
-:attr:`WaitModel.words_cap` (misheard or unusual words never hold a turn
-open on their own), and no wait is longer than :attr:`WaitModel.max_wait`
-(or, when the speaker has already come back from a long pause in this turn,
-one and a half times the pause their rhythm predicts).
+Bounds keep it safe: the words alone move the odds by at most
+:attr:`WaitModel.words_cap`, and no wait is longer than :attr:`WaitModel.max_wait`,
+with three exceptions, each bounded again: words that say with confidence that
+more is coming (their share of the odds, which an STT's low confidence scales
+down, at most ``-words_hold``) wait up to :attr:`WaitModel.words_wait`, so a
+speaker who stops after "i need the" for 1.5 s is not cut off (misheard words
+weigh too little to get there); the audio model's confident "incomplete" with
+words that do not say "finished" waits up to :attr:`WaitModel.hold_wait`; and
+a reading whose speaker already came back from a long pause waits one and a
+half times the pause their rhythm predicts.
 
 The coefficients (:data:`DEFAULT_WAIT`) were fitted on the tune half of the
 generated corpus (``benchmarks/turn_corpus.py``, ``benchmarks/fit_turn_wait.py``)
@@ -94,7 +101,12 @@ class WaitModel:
         hold_audio: the audio model's probability under which it says "incomplete" with confidence.
         hold_words: the words' end probability under which they do not say "finished".
         hold_wait: the bound when both say so (the audio's confident "incomplete" is not
-            overridden by a short bound; the words alone never extend it).
+            overridden by a short bound).
+        words_hold: the words' share of the log-odds at or under ``-words_hold`` says with
+            confidence that more is coming (a low STT confidence shrinks the share).
+        words_wait: the bound when the words say so, outside a reading (``max_wait`` or less:
+            the words never extend the bound); an STT confidence ``c`` below 1 gives
+            ``max_wait + c * (words_wait - max_wait)``.
     """
 
     bias: float = 0.0
@@ -112,6 +124,8 @@ class WaitModel:
     hold_audio: float = 0.1
     hold_words: float = 0.5
     hold_wait: float = 2.5
+    words_hold: float = 2.0
+    words_wait: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -121,13 +135,14 @@ class WaitModel:
         for name in ("pause_median", "pause_shape", "reading_median", "max_wait", "hold_wait"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"WaitModel.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.words_cap < 0 or self.rhythm < 0:
-            raise ConfigurationError("WaitModel.words_cap and rhythm must be >= 0")
+        if self.words_cap < 0 or self.rhythm < 0 or self.words_wait < 0 or self.words_hold <= 0:
+            raise ConfigurationError("WaitModel.words_cap, rhythm and words_wait must be >= 0, words_hold > 0")
 
 
 DEFAULT_WAIT = WaitModel(
-    bias=-0.565, audio=0.06, words=1.214, reading=-0.901, length=0.558, words_cap=3.0, pause_median=0.74,
-    pause_shape=3.25, reading_median=0.82, rhythm=1.5, threshold=2.0, max_wait=1.3,
+    bias=-0.552, audio=0.058, words=1.337, reading=-0.469, length=0.563, words_cap=3.0, pause_median=0.74,
+    pause_shape=3.25, reading_median=0.82, rhythm=1.35, threshold=2.35, max_wait=1.3, words_hold=1.0,
+    words_wait=2.2,
 )
 """The fitted model the recommended setup uses."""
 
@@ -157,7 +172,9 @@ def words_term(model: WaitModel, words: WordsEnd) -> float:
 
 def end_log_odds(model: WaitModel, evidence: Evidence) -> float:
     """The log-odds that the turn is over, the moment the speech stops."""
-    z = model.bias + words_term(model, evidence.words) + model.length * math.log1p(max(0, evidence.turn_words))
+    z = model.bias + model.length * math.log1p(max(0, evidence.turn_words))
+    if not evidence.reading:  # inside a reading the words cannot tell the number's length: its rhythm does
+        z += words_term(model, evidence.words)
     if evidence.audio is not None and math.isfinite(evidence.audio):
         z += model.audio * _logit(evidence.audio)
     if evidence.reading:
@@ -196,6 +213,9 @@ def needed_silence(model: WaitModel, evidence: Evidence, patience: float = 1.0) 
     if evidence.reading and evidence.longest_pause > 0:
         cap = max(cap, 1.5 * pause)
     words = evidence.words
+    if not evidence.reading and words_term(model, words) <= -model.words_hold:
+        # a low STT confidence shrinks the words' bound back towards max_wait
+        cap = max(cap, model.max_wait + min(1.0, max(0.0, words.weight)) * (model.words_wait - model.max_wait))
     if (evidence.audio is not None and evidence.audio < model.hold_audio and words.weight > 0
             and words.probability < model.hold_words):
         cap = max(cap, model.hold_wait)

@@ -55,7 +55,7 @@ def test_demo_with_smart_turn_answers_three_whole_turns_fast(with_model: Path) -
     ]
     assert "Final context (7 messages):" in r.out
     assert "  user       So what I was thinking is that you send me the invoice by email." in r.out
-    assert "3 user turns, each answered 0.30–1.14 s after the speech stopped; no mid-sentence cut-off." in r.out
+    assert "3 user turns, each answered 0.30–1.30 s after the speech stopped; no mid-sentence cut-off." in r.out
     assert "(virtual time)" in r.out
     assert elapsed < 10.0
 

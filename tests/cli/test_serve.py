@@ -63,12 +63,13 @@ class _Page:
 def test_the_page_is_told_the_strategys_own_reason_and_reopened_turns() -> None:
     """turn_end carries the reason the stop strategy reported (text, kind, probability), and a reopened turn
     names the turn it continues."""
-    from rxvoice.cli.serve import ServeOptions, _Watch
+    from rxvoice.cli.serve import ServeOptions
+    from rxvoice.cli.serve_page import PageWatch
     from rxvoice.turns import FusedTurnStop, TurnEndReason
     from rxvoice.turns.reports import UserTurnStopped
 
     page = _Page()
-    watch = _Watch(page, ServeOptions(stop="speech-timeout"))
+    watch = PageWatch(page, ServeOptions(stop="speech-timeout"))
     strategy = FusedTurnStop()
     reason = TurnEndReason("unsure", "words unsure: no rule decides; 0.8 s of silence", silence=0.8)
     watch.turn_started(None)
@@ -83,3 +84,19 @@ def test_the_page_is_told_the_strategys_own_reason_and_reopened_turns() -> None:
         ("Smart Turn: complete (p=0.91), words complete: a question", "model", 0.9123, True, 1),
     ]
     assert [m["strategy"] for m in ends] == ["FusedTurnStop", "FusedTurnStop"]
+    assert [m["silence"] for m in ends] == [0.8, None]  # the silence the rule asked for (benchmarks/serve.py's lag)
+
+
+def test_the_servers_recommended_stop_asks_smart_turn_only_when_needed() -> None:
+    """A server session's recommended stop asks the audio model only when its verdict can move the answer."""
+    from rxvoice.cli.serve_stack import _stop_with
+    from rxvoice.cli.setups import Setup
+    from rxvoice.turns import FusedTurnStop
+
+    class Judge:
+        def open_stream(self, sample_rate: int) -> object:
+            raise AssertionError("not opened here")
+
+    stop = _stop_with(Setup(stop="smart-turn"), Judge())
+    assert isinstance(stop, FusedTurnStop)
+    assert stop.ask_audio == "when-needed" and FusedTurnStop().ask_audio == "at-pause"

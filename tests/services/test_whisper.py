@@ -33,13 +33,22 @@ from rxvoice.pipeline import inline_offload, pipeline
 from rxvoice.services import stt as stt_module
 from rxvoice.services.spoken import spoken_words
 from rxvoice.services.stt import Utterance, word_error_rate
-from rxvoice.services.whisper import WhisperResult, WhisperSTT, _shared_model, _split, _Token, whisper_offload
+from rxvoice.services.whisper import (
+    WhisperResult,
+    WhisperSTT,
+    _looped,
+    _shared_model,
+    _split,
+    _Token,
+    whisper_offload,
+)
 from rxvoice.services.whisper_model import (
     WHISPER_ENV_VAR,
     WHISPER_FILES,
     check_whisper_model,
     find_whisper_model,
     install_whisper_model,
+    whisper_model_spec,
 )
 from rxvoice.testing import FrameMarbles, load_transcript
 from tests.support import booking_paths, turns_dir, whisper_model_path
@@ -263,6 +272,31 @@ def test_context_words_are_not_given_twice() -> None:
     assert [t.text for t in tokens[_split(tokens, 1.0, ["my", "meter", "reading", "too"])]] == ["correct", "it"]
 
 
+def test_a_loop_is_told_from_a_repeated_phrase() -> None:
+    """Whisper going round ("internet internet ...") is decoded again; a phrase said twice is not a loop."""
+    assert _looped(["the", "internet", "internet,", "Internet", "internet", "internet."])
+    assert _looped(["i", "want", "to", "i", "want", "to", "i", "want", "to"])
+    assert not _looped(["no", "no", "no", "no"])
+    assert not _looped(["i", "want", "to", "i", "want", "to", "book", "a", "table"])
+    assert not _looped(["four", "eight", "two", "six", "one"])
+
+
+def test_the_encoder_reads_the_audio_and_a_margin_not_the_whole_window(model: Path) -> None:
+    """3 s of speech and Whisper's zero padding to 30 s: the encoder reads 10 s (the least), not 30 s."""
+    from faster_whisper.audio import pad_or_trim
+
+    windowed = _shared_model(str(model), "int8", (5.0, 10.0))
+    speech = booking_samples()[:3 * RATE].astype(np.float32) / 32768.0
+    features = pad_or_trim(windowed.feature_extractor(speech))
+    assert features.shape[-1] == 3000 and not np.any(features[:, 400:])  # the padding is exact zeros
+    assert windowed.encode(features).shape[1] == 1000 // 2  # the convolution halves the frames
+    whole = _shared_model(str(model), "int8")
+    assert whole.encode(features).shape[1] == 3000 // 2
+    long = windowed.feature_extractor(np.concatenate([speech] * 4))  # 12 s of speech: its frames and 5 s more
+    read = long.shape[-1] + 500
+    assert 1700 <= read <= 1702 and windowed.encode(pad_or_trim(long)).shape[1] == (read + read % 2) // 2
+
+
 # -- the model ------------------------------------------------------------------------------------------------
 
 
@@ -278,9 +312,15 @@ def test_a_missing_model_is_one_line_naming_the_install_command(tmp_path: Path,
         find_whisper_model()
 
 
+def _model_files(model: Path) -> list[str]:
+    """The file names of the installed model (tiny.en's or base's)."""
+    spec = whisper_model_spec(model)
+    return list(WHISPER_FILES if spec is None or spec.size == "tiny.en" else spec.files)
+
+
 def _copy_model(model: Path, into: Path, *, spoil: str | None = None) -> Path:
     into.mkdir(parents=True)
-    for name in WHISPER_FILES:
+    for name in _model_files(model):
         if name == spoil:
             data = bytearray((model / name).read_bytes()[:4096])
             data[100] ^= 0xFF
@@ -308,14 +348,14 @@ def test_a_corrupt_model_is_refused_at_construction(model: Path, tmp_path: Path)
 def test_install_checks_every_file_and_refuses_a_mismatch(model: Path, tmp_path: Path) -> None:
     """A source with a spoiled file: refused, nothing installed, nothing left behind; the right files: installed."""
     bad = _copy_model(model, tmp_path / "src-bad", spoil="config.json")
-    target = tmp_path / "cache" / "whisper-tiny.en"
+    target = tmp_path / "cache" / "whisper-model"
     with pytest.raises(ModelError, match="refused and deleted"):
         install_whisper_model(bad, destination=target)
     assert not target.exists() and list(target.parent.iterdir()) == []
     good = _copy_model(model, tmp_path / "src-good")
     assert install_whisper_model(good, destination=target) == target
-    assert sorted(p.name for p in target.iterdir()) == sorted(WHISPER_FILES)
-    assert sorted(p.name for p in target.parent.iterdir()) == ["whisper-tiny.en"]
+    assert sorted(p.name for p in target.iterdir()) == sorted(_model_files(model))
+    assert sorted(p.name for p in target.parent.iterdir()) == ["whisper-model"]
     assert check_whisper_model(target) == target
 
 

@@ -37,6 +37,7 @@ from rxvoice.transports import (
     LIVE_TRANSPORTS,
     Limits,
     RefusalLog,
+    SessionStarts,
     origin_allowed,
     own_authorities,
     voice_app,
@@ -296,6 +297,66 @@ def test_past_the_capacity_a_session_is_refused_with_server_full_and_load_tells(
                     async with client.get(server.make_url("/load")) as r:
                         assert (await r.json())["load"] == 1.0
                 await b.close()
+        finally:
+            await server.close()
+
+    run(go, 30)
+
+
+def test_session_starts_are_a_bucket_per_address_in_the_callers_time() -> None:
+    starts = SessionStarts(rate=2.0, burst=3)
+    assert [starts.allow("a", 0.0) for _ in range(4)] == [True, True, True, False]
+    assert starts.allow("b", 0.0)  # another address has its own bucket
+    assert not starts.allow("a", 0.4) and starts.allow("a", 0.6)  # 2 a second: one more after 0.5 s
+    assert [starts.allow("a", 10.0) for _ in range(4)] == [True, True, True, False]  # never more than the burst
+    assert starts.refused == 3
+
+
+def test_session_starts_forget_quiet_addresses_first() -> None:
+    starts = SessionStarts(rate=1.0, burst=2, max_addresses=2)
+    starts.allow("busy", 0.0)
+    starts.allow("busy", 0.0)
+    starts.allow("quiet", 0.0)
+    starts.allow("new", 5.0)  # over the bound: the addresses whose buckets are full again by now go
+    assert set(starts._buckets) == {"new"}
+    starts.allow("a", 5.0)
+    starts.allow("b", 5.0)  # none is full: the oldest goes
+    assert set(starts._buckets) == {"a", "b"}
+
+
+@pytest.mark.parametrize("kwargs", [{"rate": 0}, {"rate": True}, {"burst": 0}, {"max_addresses": 1.5}])
+def test_session_starts_refuse_a_bad_configuration(kwargs: dict[str, Any]) -> None:
+    from rxvoice.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError):
+        SessionStarts(**kwargs)
+
+
+def test_a_client_reconnecting_in_a_loop_is_refused_before_its_websocket_opens_and_a_session_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rxvoice.transports import app as app_module
+
+    monkeypatch.setattr(app_module, "REFUSAL_DELAY", 0.05)  # each refusal is held back: kept short here
+
+    async def go() -> None:
+        app = echo_app(session_starts=SessionStarts(rate=0.5, burst=3))
+        server = await serving(app)
+        try:
+            async with aiohttp.ClientSession() as client:
+                live = await client.ws_connect(server.make_url("/ws"))
+                opened, refused = 0, 0
+                for _ in range(6):
+                    try:
+                        async with client.ws_connect(server.make_url("/ws")):
+                            opened += 1
+                    except aiohttp.WSServerHandshakeError as exc:
+                        assert exc.status == 429
+                        refused += 1
+                assert (opened, refused) == (2, 4)
+                await live.send_str('{"type": "ping"}')
+                await next_event(live, "pong")  # the live session was never touched
+                await live.close()
         finally:
             await server.close()
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -181,8 +182,11 @@ def test_twenty_connections_each_hear_only_themselves() -> None:
     run(go)
 
 
-def test_a_hundred_disconnects_mid_turn_leave_nothing_behind() -> None:
+def test_a_hundred_disconnects_mid_turn_leave_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     """The full serve stack: each client speaks (noise the VAD takes for speech) and leaves mid-turn."""
+    from rxvoice.transports import app as app_module
+
+    monkeypatch.setattr(app_module, "SESSION_STARTS", (1000.0, 1000))  # a hundred from one address, on purpose
     options = serve.ServeOptions(stt="none", tts="paced", stop="speech-timeout")
     app = serve.make_app(options)
     rng = np.random.default_rng(7)
@@ -212,7 +216,7 @@ def test_a_hundred_disconnects_mid_turn_leave_nothing_behind() -> None:
                 assert not app[LIVE_TRANSPORTS], "a connection is still open on the server"
                 await asyncio.sleep(0.3)
                 gc.collect()
-                assert not [o for o in gc.get_objects() if type(o).__name__ == "_Watch"], "a session survived"
+                assert not [o for o in gc.get_objects() if type(o).__name__ == "PageWatch"], "a session survived"
                 new = [t.name for t in threading.enumerate() if t.ident not in threads]
                 pools = [n for n in new if n.startswith("rxvoice-worker")]
                 assert len(pools) <= 2 and len(new) == len(pools), f"threads were left running: {new}"

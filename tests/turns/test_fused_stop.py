@@ -185,6 +185,10 @@ def test_a_wait_model_with_bad_numbers_is_refused() -> None:
         WaitModel(pause_median=0.0)
     with pytest.raises(ConfigurationError):
         WaitModel(threshold=float("nan"))
+    with pytest.raises(ConfigurationError, match="words_wait"):
+        WaitModel(words_wait=-1.0)
+    with pytest.raises(ConfigurationError, match="words_hold"):
+        WaitModel(words_hold=0.0)
 
 
 _WORDS = ["I want to", "a table for", "two, please.", "um", "Thanks.", "the fourteenth of march", "four five",
@@ -201,7 +205,8 @@ def test_every_pause_with_words_is_answered_within_the_longest_bound(
     segments: list[tuple[float, str, float]], verdict: tuple[bool, float | None], patience: float,
 ) -> None:
     """Any speech, words and verdicts: never an answer while speaking, never one without words, and each
-    pause is answered at most ``max_wait`` (or the STT grace) after the speech ended."""
+    pause is answered at most the longest bound (``max_wait``, or ``words_wait`` when the words say more is
+    coming; plus the STT grace) after the speech ended."""
     s = FusedTurnStop(FakeAnalyzer(default=verdict), patience=patience)
     b = StrategyBench(s, latency=0.05)
     b.turn_started()
@@ -216,7 +221,8 @@ def test_every_pause_with_words_is_answered_within_the_longest_bound(
         b.at(t - 0.01)
         stops = b.stops()[before:]
         assert len(stops) == 1, (segments, verdict, stops)
-        assert max(end + 0.2, end + delay) - 1e-6 <= stops[0] <= end + DEFAULT_WAIT.max_wait + 0.5 + 1e-6
+        bound = max(DEFAULT_WAIT.max_wait, DEFAULT_WAIT.words_wait)
+        assert max(end + 0.2, end + delay) - 1e-6 <= stops[0] <= end + bound + 0.5 + 1e-6
         b.turn_stopped()
         t += 1.5  # past the reopening window: the next turn is a new one
         b.at(t - 0.01)

@@ -58,15 +58,29 @@ def test_patience_out_of_range_is_an_error(bad: object) -> None:
 
 def test_words_never_hold_a_turn_open_alone() -> None:
     """However sure the words are that more is coming, they move the odds by at most words_cap, and the
-    wait stays within max_wait unless the audio agrees."""
+    wait stays within words_wait (within max_wait when they weigh little: misheard words); only the
+    audio's confident "incomplete" goes further, to hold_wait."""
     model = replace(DEFAULT_WAIT, words=50.0)
     alone = Evidence(None, WordsEnd(1e-9, 1.0, "w"), turn_words=4)
     assert end_log_odds(model, alone) >= model.bias + model.length * math.log1p(4) - model.words_cap - 1e-9
-    assert needed_silence(model, alone) <= model.max_wait
+    assert model.max_wait < needed_silence(model, alone) <= model.words_wait
+    misheard = Evidence(None, WordsEnd(1e-9, 0.2, "w"), turn_words=4)
+    assert needed_silence(model, misheard) <= model.max_wait + 0.2 * (model.words_wait - model.max_wait) + 1e-9
+    assert needed_silence(model, misheard) < needed_silence(model, alone)
+    off = replace(model, words_wait=0.0)
+    assert needed_silence(off, alone) <= off.max_wait
     loud = Evidence(0.99, WordsEnd(1e-9, 1.0, "w"), turn_words=4)
-    assert needed_silence(model, loud) <= model.max_wait
+    assert needed_silence(model, loud) <= model.words_wait
     agreed = Evidence(0.01, WordsEnd(1e-9, 1.0, "w"), turn_words=4)
     assert model.max_wait < needed_silence(model, agreed) <= model.hold_wait
+
+
+def test_inside_a_reading_the_words_weigh_nothing() -> None:
+    """A language model cannot tell whether "four five" is the whole number: the reading's rhythm decides."""
+    ends = Evidence(0.5, WordsEnd(0.95, 1.0, "w"), reading=True, turn_words=5)
+    goes_on = ends._replace(words=WordsEnd(0.02, 1.0, "w"))
+    assert end_log_odds(DEFAULT_WAIT, ends) == end_log_odds(DEFAULT_WAIT, goes_on)
+    assert needed_silence(DEFAULT_WAIT, ends) == needed_silence(DEFAULT_WAIT, goes_on) > 0.6 + 0.2
 
 
 def test_words_that_weigh_nothing_change_nothing() -> None:
@@ -100,5 +114,6 @@ def test_every_wait_is_bounded(audio: float | None, p: float, weight: float, rea
                                longest: float, patience: float) -> None:
     e = Evidence(audio, WordsEnd(p, weight, "w"), reading, n, longest)
     need = needed_silence(DEFAULT_WAIT, e, patience)
-    bound = max(DEFAULT_WAIT.max_wait, DEFAULT_WAIT.hold_wait, 1.5 * expected_pause(DEFAULT_WAIT, e))
+    bound = max(DEFAULT_WAIT.max_wait, DEFAULT_WAIT.words_wait, DEFAULT_WAIT.hold_wait,
+                1.5 * expected_pause(DEFAULT_WAIT, e))
     assert 0.0 <= need <= bound + 1e-9 and math.isfinite(need)

@@ -11,18 +11,15 @@ bounds what the turn waits for it, whatever the network does.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from ...errors import ConfigurationError, ServiceError
 from ...turns.classifier import ClassifyRequest, TurnCompletion, parse_completion
-from .._http import split_credentials
+from .._http import endpoint
 from ..chat_stream import status_error
-from .llm import DEFAULT_BASE_URL
 
 __all__ = ["CLASSIFIER_PROMPT", "OpenAITurnClassifier"]
 
@@ -61,21 +58,14 @@ class OpenAITurnClassifier:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"OpenAITurnClassifier needs a model name, got {model!r}")
-        base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        parts = urlsplit(base)
-        root, auth = split_credentials(parts)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {root!r}")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and parts.hostname == "api.openai.com":
-            raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
+        root, bearer, auth = endpoint(base_url, api_key)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 < timeout <= 60:
             raise ConfigurationError(f"OpenAITurnClassifier.timeout must be seconds in (0, 60], got {timeout!r}")
         self.model = model
-        self.url = f"{root.rstrip('/')}/chat/completions"
+        self.url = f"{root}/chat/completions"
         self.prompt = prompt
         self.timeout = float(timeout)
-        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.headers = bearer
         self.auth: Any = httpx.BasicAuth(*auth) if auth is not None else None
         self.client = client
 

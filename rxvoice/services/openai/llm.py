@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
 import threading
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 try:
     import httpx
@@ -41,7 +39,7 @@ from ...frames import (
 )
 from ...pipeline.processor import EventfulProcessor, Port
 from ...pipeline.shell import StageShell
-from .._http import split_credentials
+from .._http import endpoint
 from .._jobs import Job, running_loop, scheduler_loop
 from ..chat_stream import ToolCallRequest
 from ..functions import Function, FunctionHandler, as_function, functions_of
@@ -125,14 +123,7 @@ class OpenAILLM(EventfulProcessor):
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"OpenAILLM needs a model name, got {model!r}")
-        base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        parts = urlsplit(base)
-        root, auth = split_credentials(parts)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {root!r}")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and parts.hostname == "api.openai.com":
-            raise ConfigurationError("OpenAI's API needs a key: pass api_key= or set OPENAI_API_KEY")
+        root, bearer, auth = endpoint(base_url, api_key)
         if developer_role not in _DEVELOPER_ROLES:
             raise ConfigurationError(
                 f"developer_role must be one of {sorted(_DEVELOPER_ROLES)}, got {developer_role!r}"
@@ -142,7 +133,7 @@ class OpenAILLM(EventfulProcessor):
         if reserved:
             raise ConfigurationError(f"params may not set {sorted(reserved)}: the stage sends them itself")
         self.model = model
-        self.base_url = root.rstrip("/")  # credentials written in it go as basic auth, never into a log line
+        self.base_url = root  # credentials written in it go as basic auth, never into a log line
         self.url = f"{self.base_url}/chat/completions"
         self.request_auth: dict[str, Any] = {"auth": httpx.BasicAuth(*auth)} if auth is not None else {}
         """Extra arguments of each request: basic auth from the base URL's credentials, when it had some."""
@@ -153,8 +144,7 @@ class OpenAILLM(EventfulProcessor):
         self.loop = loop
         self.scheduler = scheduler
         self.headers: dict[str, str] = {"Accept": "text/event-stream"}
-        if key:
-            self.headers["Authorization"] = f"Bearer {key}"
+        self.headers.update(bearer)
         self.headers.update(headers or {})
         self.functions: dict[str, Function] = functions_of(functions)
         self.events = EventRegistry(self, OPENAI_EVENTS)
