@@ -67,7 +67,6 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 import reactivex
 from reactivex.disposable import CompositeDisposable
-from reactivex.subject import Subject
 
 from ..errors import ConfigurationError
 from ..frames import (
@@ -83,7 +82,7 @@ from ..frames import (
     StartFrame,
     TranscriptionFrame,
 )
-from ..pipeline import Pipeline, Port, Processor, Stage, loop_scheduler, pipeline
+from ..pipeline import Inlet, Pipeline, Port, Processor, Stage, loop_scheduler, pipeline
 from ..pipeline.session import Session
 
 __all__ = ["CappedWebSocketResponse", "Limits", "WebSocketAudioTransport"]
@@ -216,7 +215,7 @@ class WebSocketAudioTransport:
             self.loop = asyncio.get_running_loop()
             self._thread = threading.get_ident()
         self._queue: asyncio.Queue[str | bytes | None] = asyncio.Queue()
-        self._input: Subject[Frame] = Subject()
+        self._input = Inlet("the WebSocket transport")  # a frame enters the fused chain in one call
         self._audio_seconds = 0.0
         self._last_error = -10.0
         self.closed = False
