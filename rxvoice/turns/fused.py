@@ -102,9 +102,9 @@ class FusedTurnState(NamedTuple):
     last_rhythm: float = 0.0
     """The rhythm of the turn that ended last (a reopened turn goes on with it)."""
     reopened_after: float = -math.inf
+    """A reopened turn: when the speech before the false end ended (its pause counts as one)."""
     guess: str = ""
     """The latest interim words after the last final (what the last speech may turn out to say)."""
-    """A reopened turn: when the speech before the false end ended (its pause counts as one)."""
     audio_asked: bool = False
     """The audio model was asked about this pause (``ask_audio="when-needed"``: never twice)."""
 

@@ -104,8 +104,8 @@ class WaitModel:
             overridden by a short bound).
         words_hold: the words' share of the log-odds at or under ``-words_hold`` says with
             confidence that more is coming (a low STT confidence shrinks the share).
-        words_wait: the bound when the words say so, outside a reading (``max_wait`` or less:
-            the words never extend the bound); an STT confidence ``c`` below 1 gives
+        words_wait: the bound when the words say so, outside a reading (at ``max_wait`` or less,
+            0 by default, the words never extend the bound); an STT confidence ``c`` below 1 gives
             ``max_wait + c * (words_wait - max_wait)``.
     """
 
