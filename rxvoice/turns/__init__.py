@@ -15,6 +15,7 @@ import importlib
 import warnings
 from typing import Any
 
+from .._moved import moved_names
 from .analyzer import AnalyzerSession, EndOfTurnAnalyzer, EndOfTurnStream
 from .backchannel import BackchannelStart, is_continuer, register_backchannels
 from .classifier import (
@@ -138,19 +139,12 @@ __all__ = [
 ]
 
 
-_OFFLOAD = frozenset({"Offload", "SchedulerOffload", "inline_offload"})
+# Where heavy work runs is the runtime's business: it lives in rxvoice.pipeline.offload (and rxvoice.workers).
+_moved_offload = moved_names(__name__, "rxvoice.pipeline.offload", {"Offload", "SchedulerOffload", "inline_offload"},
+                             also="(also in rxvoice.workers)", stacklevel=3)
 
 
 def __getattr__(name: str) -> Any:
-    # Where heavy work runs is the runtime's business: it lives in rxvoice.pipeline.offload (and
-    # rxvoice.workers). The old spelling keeps working, with a warning.
-    if name in _OFFLOAD:
-        warnings.warn(
-            f"rxvoice.turns.{name} moved to rxvoice.pipeline.offload.{name} (also in rxvoice.workers); "
-            "the old name goes in 0.3",
-            DeprecationWarning, stacklevel=2,
-        )
-        return getattr(importlib.import_module("rxvoice.pipeline.offload"), name)
     # UserTurnProcessor is a stage, and stages sit above the decisions: it lives in
     # rxvoice.aggregators. The old spelling keeps working, with a warning.
     if name == "UserTurnProcessor":
@@ -160,4 +154,4 @@ def __getattr__(name: str) -> Any:
             DeprecationWarning, stacklevel=2,
         )
         return importlib.import_module("rxvoice.aggregators").UserTurnProcessor
-    raise AttributeError(f"module 'rxvoice.turns' has no attribute {name!r}")
+    return _moved_offload(name)

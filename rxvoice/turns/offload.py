@@ -5,21 +5,9 @@ The decisions in :mod:`rxvoice.turns` hold no scheduler; these names warn and go
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from .._moved import moved_names
 
 __all__: list[str] = []  # the moved names are found through __getattr__, with a warning
 
-_MOVED = frozenset({"Offload", "SchedulerOffload", "inline_offload"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warnings.warn(
-            f"rxvoice.turns.offload.{name} moved to rxvoice.pipeline.offload.{name} (also in rxvoice.workers); "
-            "the old name goes in 0.3",
-            DeprecationWarning, stacklevel=2,
-        )
-        return getattr(importlib.import_module("rxvoice.pipeline.offload"), name)
-    raise AttributeError(f"module 'rxvoice.turns.offload' has no attribute {name!r}")
+__getattr__ = moved_names(__name__, "rxvoice.pipeline.offload", {"Offload", "SchedulerOffload", "inline_offload"},
+                          also="(also in rxvoice.workers)")

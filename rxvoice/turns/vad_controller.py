@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from .._moved import moved_names
 
 __all__: list[str] = []  # the moved names are found through __getattr__, with a warning
 
-
-def __getattr__(name: str) -> Any:
-    module = importlib.import_module("rxvoice.audio.vad.controller")
-    if name in module.__all__:
-        warnings.warn(
-            f"rxvoice.turns.vad_controller.{name} moved to rxvoice.audio.vad.controller.{name}; "
-            "the old name goes in 0.3",
-            DeprecationWarning, stacklevel=2,
-        )
-        return getattr(module, name)
-    raise AttributeError(f"module 'rxvoice.turns.vad_controller' has no attribute {name!r}")
+# The controller's public names (rxvoice.audio.vad.controller.__all__), not imported from here: audio sits above.
+__getattr__ = moved_names(__name__, "rxvoice.audio.vad.controller", {
+    "VADAnalyzerLike", "VADControllerState", "VADDecision", "VADSettings", "vad_audio_idle", "vad_step",
+})
