@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._common import CLIError
 from .eval_items import words_mode
 from .eval_judge import RunResult, Totals, totals
 from .setups import Setup
@@ -110,7 +109,7 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     Raises:
         CLIError: matplotlib is missing, or the file cannot be written.
     """
-    from .plot import _pyplot
+    from .plot import _pyplot, save_figure
 
     plt = _pyplot()
     fig, (ax, found_ax) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 1.4]})
@@ -153,11 +152,5 @@ def plot_tradeoff(runs: Sequence[RunResult], out: Path, title: str = "") -> Path
     found_ax.set_title("ends found", fontsize=10)
     fig.suptitle(title or f"rxvoice eval: {runs[0].setup.stop}", fontsize=11)
     fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=110)
-    except OSError as exc:
-        raise CLIError(f"--plot {out}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
-    return out
+    return save_figure(fig, out, f"--plot {out}")
 

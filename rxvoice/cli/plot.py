@@ -60,14 +60,21 @@ def plot_timeline(analysis: Analysis, out: Path) -> Path:
     Raises:
         CLIError: matplotlib is missing, or the file cannot be written.
     """
-    plt = _pyplot()
-    fig = timeline_figure(analysis)
+    return save_figure(timeline_figure(analysis), out, f"cannot write the plot to {out}")
+
+
+def save_figure(fig: Any, out: Path, failure: str) -> Path:
+    """Write ``fig`` as a PNG to ``out`` and close it (``failure`` begins the error when it cannot be written).
+
+    Raises:
+        CLIError: the file cannot be written.
+    """
     try:
         fig.savefig(out, dpi=110)
     except OSError as exc:
-        raise CLIError(f"cannot write the plot to {out}: {exc.strerror or exc}") from None
+        raise CLIError(f"{failure}: {exc.strerror or exc}") from None
     finally:
-        plt.close(fig)
+        _pyplot().close(fig)
     return out
 
 
