@@ -53,13 +53,16 @@ class Deadlines(Generic[K]):
         fire: Called with the timer's key and the session time when a deadline passes.
     """
 
-    __slots__ = ("_fire", "_port", "_timers", "closed")
+    __slots__ = ("_fire", "_port", "_timers", "closed", "find")
 
     def __init__(self, port: Clock, fire: Callable[[K, float], None]) -> None:
         self._port = port
         self._fire = fire
         self._timers: dict[K, _Deadline] = {}
         self.closed = False
+        self.find: Callable[[K], _Deadline | None] = self._timers.get
+        """The deadline of a key, if it ever had one (``find(key).due = None`` disarms it: :meth:`disarm` inlined
+        by a caller that disarms on nearly every decision)."""
 
     def arm(self, key: K, delay: float, now: float) -> None:
         """Fire ``key`` ``delay`` seconds after ``now`` (re-arming moves the deadline)."""
@@ -109,8 +112,9 @@ class Deadlines(Generic[K]):
 
     def cancel_all(self) -> None:
         """Disarm every timer and cancel their firings (the session is ending)."""
-        timers, self._timers = self._timers, {}
-        for timer in timers.values():
+        timers = list(self._timers.values())
+        self._timers.clear()  # the same dict: :attr:`find` stays bound to it
+        for timer in timers:
             timer.due = None
             if timer.handle is not None:
                 timer.handle.dispose()

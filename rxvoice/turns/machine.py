@@ -278,24 +278,22 @@ class TurnMachine:
         # :meth:`_decision`, written out: this runs for every frame the turn decides on.
         s.deciding = True
         try:
-            heard = self._one_frame(s, frame, direction, now)
+            t = type(frame)
+            if self.mute and self._mute(s, frame, t, now):
+                heard = False
+            else:
+                heard = True
+                start_ok = self._frame(s, frame, t, direction, now)
+                if t in s.controller.handled_types:
+                    self._decide(s, frame, now, start_ok)
+                if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
+                    # A turn announced elsewhere that no strategy here takes: the stage that announced it answers.
+                    self._idle(s, frame, now, answered=t is UserStoppedSpeakingFrame)
         finally:
             s.deciding = False
         if s.later:
             s.settle(now)
         return heard
-
-    def _one_frame(self, s: TurnState, frame: Frame, direction: Direction, now: float) -> bool:
-        t = type(frame)
-        if self.mute and self._mute(s, frame, t, now):
-            return False
-        start_ok = self._frame(s, frame, t, direction, now)
-        if t in s.controller.handled_types:
-            self._decide(s, frame, now, start_ok)
-        if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
-            # A turn announced elsewhere that no strategy here takes: the stage that announced it answers it.
-            self._idle(s, frame, now, answered=t is UserStoppedSpeakingFrame)
-        return True
 
     def sees(self, s: TurnState, frame: Frame, now: float) -> None:
         """A frame the stage passed on itself (the detector's audio): the strategies see it, nothing is sent."""
@@ -435,7 +433,7 @@ class TurnMachine:
     def _tell(self, s: TurnState, hook: str, now: float, *args: Any) -> None:
         """Tell every strategy what happened to the turn (``on_turn_started``, ``..._stopped``, ``..._resumed``)."""
         states = s.states
-        for i, strategy in enumerate(s.controller.strategies):
+        for i, strategy in s.controller.told[hook]:  # those that answer it: the others change nothing
             states[i], effects = getattr(strategy, hook)(states[i], *args, now)
             if effects:
                 apply_effects(self, s, i, strategy, effects, now)
