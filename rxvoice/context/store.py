@@ -17,7 +17,6 @@ from typing import Any
 
 import reactivex
 from reactivex import abc as rx_abc
-from reactivex.subject import BehaviorSubject
 
 from .._subjects import ContainedBehaviorSubject
 from ..errors import InvalidMessageError, InvalidToolCallError

@@ -45,7 +45,7 @@ from ..events import NO_PAYLOAD, EventRegistry, contain
 from ..frames import DOWN, Direction, Frame, LLMContextFrame
 from ..turns.controller import TurnController
 from ..turns.machine import TurnMachine, Words
-from ..turns.scan import ResultBack, TimerFired
+from ..turns.scan import ResultBack
 from .deadline import Deadlines
 from .offload import Offload, default_offload
 from .processor import EventfulProcessor, Port, Processor
@@ -367,7 +367,7 @@ class TurnShell(StageShell):
         self.handled = self.machine.handled_with(controller)
 
     def on_timer(self, owner: Any, key: str, now: float) -> None:
-        self.machine.step(self.turn, TimerFired(owner, key, now), DOWN, now)
+        self.machine.on_timer(self.turn, owner, key, now)  # what step does with a TimerFired, without building one
 
     def close(self) -> None:
         super().close()

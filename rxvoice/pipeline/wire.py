@@ -96,7 +96,8 @@ class FrameSource(Observable[Frame]):
     def _subscribe_core(
         self, observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        sink = Sink(_guarded(observer.on_next, self.owner, self.report, observer), observer.on_error, observer.on_completed)
+        emit = _guarded(observer.on_next, self.owner, self.report, observer)
+        sink = Sink(emit, observer.on_error, observer.on_completed)
         return self.connect_raw(sink, scheduler)
 
 

@@ -93,4 +93,5 @@ class TurnController:
 
 def _overrides(strategy: Strategy[Any], hook: str) -> bool:
     """Whether ``strategy`` answers ``hook`` with more than the base class's unchanged state and no effects."""
-    return getattr(type(strategy), hook, None) is not getattr(Strategy, hook) or hook in getattr(strategy, "__dict__", ())
+    own = getattr(strategy, "__dict__", ())
+    return getattr(type(strategy), hook, None) is not getattr(Strategy, hook) or hook in own

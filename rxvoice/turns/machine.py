@@ -350,11 +350,11 @@ class TurnMachine:
     def _frame(self, s: TurnState, frame: Frame, t: type[Frame], direction: Direction, now: float) -> bool:
         """Note what the frame says about the speakers; pass it on. Returns whether it may open a turn."""
         if t is TranscriptionFrame:
-            start_ok = self._may_start(s, now)
+            start_ok = may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
             s.words.transcript(frame, direction, not start_ok, now)  # type: ignore[arg-type]
             return start_ok
         if t is InterimTranscriptionFrame:
-            start_ok = self._may_start(s, now)
+            start_ok = may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
             s.words.interim(frame, direction)  # type: ignore[arg-type]
             return start_ok
         port = s.port
@@ -390,10 +390,6 @@ class TurnMachine:
         port.emit(frame, direction)
         return True
 
-    def _may_start(self, s: TurnState, now: float) -> bool:
-        """The late-tail rule (:mod:`rxvoice.turns.late_tail`): may a transcript arriving now open a turn?"""
-        return may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
-
     def _use(self, s: TurnState, controller: TurnController, now: float) -> None:
         """Run a recommended controller: the turn and the user's speech carry over, the strategies start fresh."""
         s.port.use(controller)
@@ -414,7 +410,10 @@ class TurnMachine:
                 s.speaking = True
             elif t in SPEAKING_OFF:
                 s.speaking = False
-            self.touch(s, now)
+            s.last_activity = now  # :meth:`touch`, written out: every activity frame
+            if not s.watchdog_armed:
+                s.watchdog_armed = True
+                s.port.arm(WATCHDOG, _WATCHDOG_KEY, controller.stop_timeout)
         start_ids, stop_ids = controller.routes.get(t, _NO_ROUTE)
         strategies = controller.strategies
         states = s.states
@@ -559,7 +558,13 @@ class TurnMachine:
 
     def on_timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
         """Timer ``(owner, key)`` of this session fired."""
-        self._decision(s, now, self._timer, s, owner, key, now)
+        s.deciding = True  # :meth:`_decision`, written out
+        try:
+            self._timer(s, owner, key, now)
+        finally:
+            s.deciding = False
+        if s.later:
+            s.settle(now)
 
     def _timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
         if type(owner) is Owner:
