@@ -51,7 +51,7 @@ class ContainedBehaviorSubject(BehaviorSubject[_T]):
         super().__init__(value)
         self.what = what
 
-    def publish(self, value: _T) -> None:
+    def put(self, value: _T) -> None:
         """``on_next``, with nobody subscribed only the value stored (no observer layers to go through)."""
         with self.lock:
             if not self.observers and not self.is_stopped and not self.is_disposed:

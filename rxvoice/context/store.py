@@ -205,7 +205,7 @@ class LLMContext:
                 return current
             # Stamp the version without building a second snapshot.
             object.__setattr__(new, "version", current.version + 1)
-            self._subject.publish(new)
+            self._subject.put(new)
             return new
 
     # -- writes ------------------------------------------------------------
@@ -219,7 +219,7 @@ class LLMContext:
         with self._lock:
             s = self._subject.value
             new = ContextSnapshot(s.messages.appended(message), s.tools, s.tool_choice, s.version + 1)
-            self._subject.publish(new)
+            self._subject.put(new)
 
     def add_messages(self, messages: Iterable[Mapping[str, Any] | LLMSpecificMessage]) -> None:
         """Append several messages in one write; none is written if any is invalid."""

@@ -80,4 +80,4 @@ class Inlet(Feed, abc.ObserverBase[Frame]):
         else:  # ended: a sink that detaches later must not open the way again
             self.emit = _ended
         # ``on_next`` is what is connected now, called directly (a pipeline's door): no call of its own.
-        self.on_next = self.emit  # type: ignore[method-assign]
+        self.on_next = self.emit  # type: ignore[method-assign,assignment]

@@ -558,13 +558,7 @@ class TurnMachine:
 
     def on_timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
         """Timer ``(owner, key)`` of this session fired."""
-        s.deciding = True  # :meth:`_decision`, written out
-        try:
-            self._timer(s, owner, key, now)
-        finally:
-            s.deciding = False
-        if s.later:
-            s.settle(now)
+        self._decision(s, now, self._timer, s, owner, key, now)
 
     def _timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
         if type(owner) is Owner:
