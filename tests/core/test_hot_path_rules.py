@@ -75,3 +75,18 @@ def test_a_write_nobody_watches_is_still_what_a_later_subscriber_sees_first() ->
     context.add_user_message("again")
     assert seen == [2, 3]
     assert context.snapshot.version == 3
+
+
+def test_an_inlets_on_next_taken_before_it_was_connected_still_feeds_the_pipeline() -> None:
+    """``on_next`` becomes the door once connected; a reference taken before goes through the inlet and works."""
+    scheduler = TestScheduler()
+    inlet = Inlet()
+    early = inlet.on_next
+    pair = Pair(LLMContext(), turns=TurnsConfig(strategies=ExternalStrategies()))
+    down, _up = pipeline(pair.user(), pair.assistant()).connect(inlet)
+    got: list[F.Frame] = []
+    down.subscribe(got.append, scheduler=scheduler)
+    early(F.LLMTextFrame("early"))
+    inlet.on_next(F.LLMTextFrame("late"))
+    assert [f.text for f in got if isinstance(f, F.LLMTextFrame)] == ["early", "late"]
+    assert inlet.on_next is not early
