@@ -390,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--json", type=Path, help="write the figures here")
     p.add_argument("--pipecat", action="store_true",
-                   help="also run Pipecat 1.14's Smart Turn default on the transcript's words (real time; the bench extra)")
+                   help="also run Pipecat 1.14's Smart Turn default on the transcript's words "
+                        "(real time; the bench extra)")
     p.add_argument("--no-rxvoice", action="store_true", help="only Pipecat (with --pipecat)")
     args = p.parse_args(argv)
     folders = build(args.cache, fetch(args.cache, args.local))
@@ -414,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         figures = score(folder, stt=stt, jobs=args.jobs)
         for name, t in figures.items():
             print(_line(name, t))
+        ours, alone = figures["smart-turn"]["cut_offs"], figures["smart-turn-only"]["cut_offs"]
+        print(f"  cut-offs, recommended against Smart Turn alone: {ours}/{alone}"
+              + (f" = x{ours / alone:.2f}" if alone else "") + " (target: under x1)")
         result[words] = figures
     if args.no_rxvoice:
         if args.json:
