@@ -31,6 +31,7 @@ L: dict[str, F.Frame] = {
     "b": F.InterimTranscriptionFrame("yeah but", "u1"),
     "B": F.BotStartedSpeakingFrame(),
     "-B": F.BotStoppedSpeakingFrame(),
+    "o": F.BotStoppedSpeakingFrame(),
     "E": F.EndFrame(),
 }
 
@@ -135,10 +136,83 @@ def test_a_transcript_without_vad_speech_is_held_the_same_way() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"max_duration": 0}, {"max_duration": 6}, {"words_timeout": -1},
-                                 {"language": "xx"}, {"judge": "yes"}])
+                                 {"language": "xx"}, {"judge": "yes"}, {"max_pause": 0}, {"max_pause": 5.5},
+                                 {"pause": "yes"}])
 def test_parameters_out_of_range_fail_at_construction(bad: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):
         BackchannelStart(**bad)
+
+
+# -- the pause: the bot falls silent at the speech's start, then resumes or is interrupted ------------------
+
+
+def pauses(rec: Recording) -> list[tuple[int, str]]:
+    """The bot's speech paused (``P``), resumed (``R``) and interrupted (``I``), in order."""
+    names = {F.BotSpeechPauseFrame: "P", F.BotSpeechResumeFrame: "R", F.InterruptionFrame: "I"}
+    return [(t, names[type(f)]) for t, f in rec.of_type(tuple(names))]
+
+
+def test_a_continuer_pauses_the_bot_at_its_start_and_resumes_it_at_its_words() -> None:
+    """ "Mm-hmm" (VAD start 0.3 s, final 0.8 s): paused at 0.3 s, resumed at 0.8 s with the backchannel first
+    in line behind it; nothing is cancelled, nothing enters the conversation."""
+    pair, rec = run("---v--s-m" + "-" * 20 + "E")
+    assert pauses(rec) == [(300, "P"), (800, "R")]
+    kinds = [type(f) for t, f in rec.down if t == 800]
+    assert kinds.index(F.BotSpeechResumeFrame) < kinds.index(F.UserBackchannelFrame)
+    assert backchannels(rec) == [(800, "Mm-hmm.")] and pair.context().messages == []
+
+
+def test_a_real_interruption_silences_the_bot_at_the_vad_start_as_without_backchannels() -> None:
+    """ "wait" (interim 0.5 s): the bot is paused at 0.3 s, when the VAD start interrupts it without
+    backchannels; the pause becomes the interruption at 0.5 s, never resumed."""
+    _, without = run("---v-w-----s-W" + "-" * 20 + "E", backchannels=False)
+    pair, rec = run("---v-w-----s-W" + "-" * 20 + "E")
+    assert pauses(without)[0] == (300, "I")
+    assert pauses(rec) == [(300, "P"), (500, "I")]
+    assert [m["content"] for m in pair.context().messages] == ["Wait, I meant Tuesday."]
+
+
+def test_a_pause_that_outlasts_its_bound_becomes_an_interruption() -> None:
+    """ "yeah" with no final: the interim decides 1 s after the VAD stop (1.6 s). A bound of 1 s on the
+    pause (from 0.3 s) interrupts at 1.3 s instead; a bound of 1.4 s lets the interim decide first."""
+    _, bound = run("---vy-s" + "-" * 30 + "E", max_pause=1.0)
+    assert pauses(bound) == [(300, "P"), (1300, "I")]
+    assert [t for t, _ in bound.events_named("on_user_turn_started")] == [1300]
+    _, loose = run("---vy-s" + "-" * 30 + "E", max_pause=1.4)
+    assert pauses(loose) == [(300, "P"), (1600, "R")] and backchannels(loose) == [(1600, "yeah")]
+
+
+def test_speech_with_no_words_resumes_the_bot() -> None:
+    """A cough (VAD 0.3-0.6 s, no words): paused at 0.3 s, resumed words_timeout after the VAD stop."""
+    _pair, rec = run("---v--s" + "-" * 30 + "E")
+    assert pauses(rec) == [(300, "P"), (1600, "R")]
+
+
+def test_the_bot_finishing_while_paused_needs_no_resume() -> None:
+    """The bot's speech ends at 0.5 s, inside the pause: the continuer is still a backchannel (0.8 s), no
+    resume goes out and the bound, disarmed, never interrupts."""
+    _pair, rec = run("---v--s-m" + "-" * 30 + "E", up="B----o")
+    assert pauses(rec) == [(300, "P")]
+    assert backchannels(rec) == [(800, "Mm-hmm.")]
+    assert rec.events_named("on_user_turn_started") == []
+
+
+def test_the_bot_finishing_while_paused_then_a_real_turn_starts_it() -> None:
+    _pair, rec = run("---v--s-n" + "-" * 30 + "E", up="B----o")
+    assert pauses(rec) == [(300, "P"), (800, "I")]
+    assert [t for t, _ in rec.events_named("on_user_turn_started")] == [800]
+
+
+def test_without_pause_the_bot_talks_on_until_the_words_decide() -> None:
+    _pair, rec = run("---v-w-----s-W" + "-" * 20 + "E", pause=False)
+    assert pauses(rec) == [(500, "I")]
+    _pair, kept = run("---v--s-m" + "-" * 20 + "E", pause=False)
+    assert pauses(kept) == [] and backchannels(kept) == [(800, "Mm-hmm.")]
+
+
+def test_a_transcript_without_vad_speech_pauses_the_bot_too() -> None:
+    _pair, rec = run("---y--Y" + "-" * 20 + "E")
+    assert pauses(rec) == [(300, "P"), (600, "R")]
 
 
 @pytest.mark.parametrize(("text", "kept"), [
