@@ -35,7 +35,7 @@ offline Pipecat run on the same input to compare with).
 
 Usage::
 
-    .venv/bin/python benchmarks/talk.py CALLS_DIR BACKCHANNEL_DIR [--jobs 2]
+    .venv/bin/python benchmarks/talk.py CALLS_DIR BACKCHANNEL_DIR [--jobs 2] [--only speculation|backchannels]
 """
 
 from __future__ import annotations
@@ -123,10 +123,13 @@ def main() -> None:
     p.add_argument("calls", type=Path)
     p.add_argument("backchannels", type=Path)
     p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--only", choices=("speculation", "backchannels"), help="run one half")
     args = p.parse_args()
     started = time.perf_counter()  # the wall clock only says how long the benchmark took
-    speculation(args.calls, args.jobs)
-    backchannels(args.backchannels)
+    if args.only != "backchannels":
+        speculation(args.calls, args.jobs)
+    if args.only != "speculation":
+        backchannels(args.backchannels)
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
 

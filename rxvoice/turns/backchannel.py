@@ -21,7 +21,10 @@ WebSocket transport's output) stop playing at once and keep the rest. Then:
 
 * a backchannel, or speech with no words at all (a cough), resumes it: a
   ``BotSpeechResumeFrame`` plays the rest from where it paused, the bot's
-  turn goes on, nothing is cancelled;
+  turn goes on, nothing is cancelled. Speech the VAD heard end whose
+  interim words are already a continuer resumes it then, without waiting
+  for the final words (which still decide: no continuer, and the bot is
+  interrupted then; more speech, and it pauses again);
 * a barge-in turns the pause into the interruption it is (the
   ``InterruptionFrame`` drops what was paused);
 * a pause that lasts ``max_pause`` (2 s) is a barge-in, whatever is still
@@ -158,6 +161,8 @@ class BackchannelState(NamedTuple):
     """The VAD's stop window (learnt from its stops): speech ended that long before the VAD says so."""
     paused: bool = False
     """The bot's speech is paused (a ``BotSpeechPauseFrame`` went out, no resume or interruption yet)."""
+    heard: bool = False
+    """The VAD heard the held speech (so its stop says when the speech ended)."""
 
 
 _CAP = "cap"
@@ -284,6 +289,11 @@ class BackchannelStart(StartStrategy[BackchannelState]):
             return self._barge_in(s)
         if not s.speaking and words and s.final_last:
             return self._backchannel(s, words, now) if self.continuer(words) else self._barge_in(s)
+        if s.paused and s.heard and not s.speaking and words and self.continuer(words):
+            # The speech is over and its interim words are a continuer: the bot goes on now, not at the final
+            # words (which still decide: words that turn out to be no continuer interrupt then).
+            s, resumed = self._resume(s)
+            return s, (*resumed, HALT)
         return s, (HALT,)
 
     # -- the strategy ---------------------------------------------------------------------------
@@ -303,11 +313,15 @@ class BackchannelStart(StartStrategy[BackchannelState]):
             return s, NOTHING
         if t is VADUserStartedSpeakingFrame:
             if s.holding:
-                return s._replace(speaking=True), (Disarm(_WORDS), HALT)  # more of the same held speech
+                s = s._replace(speaking=True)  # more of the same held speech
+                again: Effects = NOTHING
+                if s.heard and not s.paused:
+                    s, again = self._hold(s)  # resumed on its interim words, and it goes on: paused again
+                return s, (*again, Disarm(_WORDS), HALT)
             if not s.bot_speaking:
                 return s, NOTHING
             start = now - float(getattr(frame, "start_secs", 0.0))
-            s, paused = self._hold(BackchannelState(True, False, True, start, True, stop_secs=s.stop_secs))
+            s, paused = self._hold(BackchannelState(True, False, True, start, True, stop_secs=s.stop_secs, heard=True))
             # Still speaking, as far as the VAD can tell, max_duration after the speech began: a barge-in.
             cap = start + self.max_duration + s.stop_secs - now
             return s, (*paused, Disarm(_WORDS), Arm(_CAP, max(0.0, cap)), HALT)

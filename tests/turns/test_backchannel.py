@@ -32,6 +32,7 @@ L: dict[str, F.Frame] = {
     "B": F.BotStartedSpeakingFrame(),
     "-B": F.BotStoppedSpeakingFrame(),
     "o": F.BotStoppedSpeakingFrame(),
+    "k": F.InterimTranscriptionFrame("i", "u1"),
     "E": F.EndFrame(),
 }
 
@@ -173,13 +174,35 @@ def test_a_real_interruption_silences_the_bot_at_the_vad_start_as_without_backch
 
 
 def test_a_pause_that_outlasts_its_bound_becomes_an_interruption() -> None:
-    """ "yeah" with no final: the interim decides 1 s after the VAD stop (1.6 s). A bound of 1 s on the
-    pause (from 0.3 s) interrupts at 1.3 s instead; a bound of 1.4 s lets the interim decide first."""
-    _, bound = run("---vy-s" + "-" * 30 + "E", max_pause=1.0)
+    """ "i" (it may become "I see") and no final: undecided until the words timeout, 1 s after the VAD stop
+    (1.6 s), which calls it a barge-in. A bound of 1 s on the pause (from 0.3 s) interrupts at 1.3 s."""
+    _, bound = run("---vk-s" + "-" * 30 + "E", max_pause=1.0)
     assert pauses(bound) == [(300, "P"), (1300, "I")]
     assert [t for t, _ in bound.events_named("on_user_turn_started")] == [1300]
-    _, loose = run("---vy-s" + "-" * 30 + "E", max_pause=1.4)
-    assert pauses(loose) == [(300, "P"), (1600, "R")] and backchannels(loose) == [(1600, "yeah")]
+    _, loose = run("---vk-s" + "-" * 30 + "E")
+    assert pauses(loose) == [(300, "P"), (1600, "I")]
+
+
+def test_interim_words_that_are_a_continuer_resume_the_bot_at_the_vad_stop() -> None:
+    """ "yeah" (interim 0.4 s), the VAD stop at 0.6 s: the bot goes on then, before the final (0.8 s) that
+    makes it a backchannel; the gap is 0.3 s instead of 0.5 s."""
+    _pair, rec = run("---vy-s-Y" + "-" * 20 + "E")
+    assert pauses(rec) == [(300, "P"), (600, "R")]
+    assert backchannels(rec) == [(800, "Yeah.")]
+    _pair, late = run("---vy-s" + "-" * 30 + "E")  # no final: the interim decides 1 s after the VAD stop
+    assert pauses(late) == [(300, "P"), (600, "R")] and backchannels(late) == [(1600, "yeah")]
+
+
+def test_held_speech_that_goes_on_after_an_early_resume_pauses_the_bot_again() -> None:
+    """ "yeah" resumes the bot at 0.6 s; the user goes on at 0.8 s (paused again) with "yeah but": cut at 0.9 s."""
+    _pair, rec = run("---vy-s-vb---s-W" + "-" * 20 + "E")
+    assert pauses(rec) == [(300, "P"), (600, "R"), (800, "P"), (900, "I")]
+
+
+def test_interim_words_the_final_contradicts_interrupt_after_an_early_resume() -> None:
+    """ "yeah" resumes the bot at the VAD stop (0.6 s); the final says "No." (0.8 s): interrupted then."""
+    _pair, rec = run("---vy-s-n" + "-" * 20 + "E")
+    assert pauses(rec) == [(300, "P"), (600, "R"), (800, "I")]
 
 
 def test_speech_with_no_words_resumes_the_bot() -> None:
