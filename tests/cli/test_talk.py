@@ -87,6 +87,10 @@ def test_serve_builds_the_talk_options() -> None:
     described = options.describe()
     assert described["speculate"] and described["backchannels"] and described["classifier"] == "rules"
     assert "speculate" not in ServeOptions(stt="none", tts="paced", stop="speech-timeout").describe()
+    assert start[0].pause and "backchannel_pause" not in described  # the bot pauses for held speech by default
+    talking = ServeOptions(stt="none", tts="paced", stop="speech-timeout", backchannels=True, backchannel_pause=False)
+    assert not talking.turns(SpeechTimeoutStop()).chains()[0][0].pause  # type: ignore[attr-defined]
+    assert talking.describe()["backchannel_pause"] is False
 
 
 def test_serve_refuses_a_model_classifier_without_a_model(monkeypatch: pytest.MonkeyPatch) -> None:
