@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rxvoice import LLMContext
 from rxvoice import frames as F
@@ -256,3 +258,68 @@ def test_a_language_of_its_own() -> None:
     assert is_continuer("Precies.", "nl") and not is_continuer("Precies.", "en")
     with pytest.raises(ConfigurationError):
         register_backchannels("nl", [])
+
+
+# -- the pause under random interleavings ---------------------------------------------------------------
+
+ACTIONS = st.sampled_from(["speech", "speech", "continuer", "interim", "other", "bot", "wait"])
+GAPS = st.sampled_from([0.0, 0.05, 0.1, 0.3, 0.6, 1.2, 2.5])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(actions=st.lists(st.tuples(ACTIONS, GAPS), min_size=1, max_size=25), max_pause=st.sampled_from([0.5, 2.0]))
+def test_every_pause_ends_within_its_bound_and_only_a_pause_is_resumed(
+    actions: list[tuple[str, float]], max_pause: float
+) -> None:
+    """Whatever the user, the words and the bot do: a pause is ended by a resume, an interruption or the bot
+    stopping, at most ``max_pause`` after it began; a resume follows a pause; nothing pauses a quiet bot."""
+    down: list[tuple[float, F.Frame]] = []
+    up: list[tuple[float, F.Frame]] = [(0.0, F.BotStartedSpeakingFrame())]
+    t, speaking, bot = 0.0, False, True
+    for i, (action, gap) in enumerate(actions):
+        t = round(t + gap, 3)
+        if action == "speech":
+            speaking = not speaking
+            vad = F.VADUserStartedSpeakingFrame if speaking else F.VADUserStoppedSpeakingFrame
+            down.append((t, vad(0.2, t)))
+        elif action == "continuer":
+            down.append((t, F.TranscriptionFrame(("Mm-hmm.", "Yeah.", "Right.")[i % 3], "u1", finalized=True)))
+        elif action == "interim":
+            down.append((t, F.InterimTranscriptionFrame(("yeah", "i", "wait")[i % 3], "u1")))
+        elif action == "other":
+            down.append((t, F.TranscriptionFrame(f"book it for day {i}", "u1", finalized=True)))
+        elif action == "bot":
+            bot = not bot
+            up.append((t, F.BotStartedSpeakingFrame() if bot else F.BotStoppedSpeakingFrame()))
+    if speaking:
+        down.append((t + 0.3, F.VADUserStoppedSpeakingFrame(0.2, t + 0.3)))
+    down.append((t + 20.0, F.EndFrame()))
+    turns = TurnsConfig(start=[BackchannelStart(max_pause=max_pause), VADStart(), TranscriptionStart()],
+                        stop=[SpeechTimeoutStop()])
+    pair = Pair(LLMContext(), turns=turns)
+    rec = FrameMarbles().run(pair.user(), down=down, up=up)
+    names = {F.BotSpeechPauseFrame: "P", F.BotSpeechResumeFrame: "R", F.InterruptionFrame: "I"}
+    said = [(tt, names[type(f)]) for tt, f in rec.of_type(tuple(names))]  # in the order they went out
+    bot_events = [(round(a * 1000), isinstance(f, F.BotStartedSpeakingFrame)) for a, f in up]
+    stops = [at for at, on in bot_events if not on]
+
+    def bot_heard_at(tt: int) -> bool:  # speaking just before, or a start at that very instant
+        before = [on for at, on in bot_events if at < tt]
+        return bool(before and before[-1]) or any(on for at, on in bot_events if at == tt)
+
+    paused_at: int | None = None
+    for tt, kind in said:
+        if paused_at is not None and any(paused_at <= at <= tt for at in stops):
+            paused_at = None  # the bot stopped while paused: nothing to resume
+        if kind == "P":
+            assert paused_at is None, "a pause while paused"
+            assert bot_heard_at(tt), "a quiet bot was paused"
+            paused_at = tt
+        elif paused_at is not None:
+            assert tt - paused_at <= max_pause * 1000 + 1, "a pause outlasted its bound"
+            paused_at = None
+        else:
+            assert kind != "R", "a resume with nothing paused"
+    if paused_at is not None:
+        assert any(at >= paused_at for at in stops), "a pause never ended"
+        assert min(at for at in stops if at >= paused_at) - paused_at <= max_pause * 1000 + 1
