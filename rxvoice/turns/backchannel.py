@@ -313,9 +313,9 @@ class BackchannelStart(StartStrategy[BackchannelState]):
             return s, NOTHING
         if t is VADUserStartedSpeakingFrame:
             if s.holding:
-                s = s._replace(speaking=True)  # more of the same held speech
+                s = s._replace(speaking=True, heard=True)  # more of the same held speech
                 again: Effects = NOTHING
-                if s.heard and not s.paused:
+                if s.bot_speaking and not s.paused:
                     s, again = self._hold(s)  # resumed on its interim words, and it goes on: paused again
                 return s, (*again, Disarm(_WORDS), HALT)
             if not s.bot_speaking:

@@ -290,7 +290,8 @@ def test_every_pause_ends_within_its_bound_and_only_a_pause_is_resumed(
             down.append((t, F.TranscriptionFrame(f"book it for day {i}", "u1", finalized=True)))
         elif action == "bot":
             bot = not bot
-            up.append((t, F.BotStartedSpeakingFrame() if bot else F.BotStoppedSpeakingFrame()))
+            # 13 ms off the user's grid, so that which came first at one instant is never in doubt
+            up.append((t + 0.013, F.BotStartedSpeakingFrame() if bot else F.BotStoppedSpeakingFrame()))
     if speaking:
         down.append((t + 0.3, F.VADUserStoppedSpeakingFrame(0.2, t + 0.3)))
     down.append((t + 20.0, F.EndFrame()))
