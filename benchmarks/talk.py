@@ -35,7 +35,7 @@ offline Pipecat run on the same input to compare with).
 
 Usage::
 
-    .venv/bin/python benchmarks/talk.py CALLS_DIR BACKCHANNEL_DIR [--jobs 2] [--only speculation|backchannels]
+    .venv/bin/python benchmarks/talk.py CALLS_DIR BACKCHANNEL_DIR [--jobs 2] [--only speculation|backchannels|probe]
 """
 
 from __future__ import annotations
@@ -96,6 +96,81 @@ def speculation(calls: Path, jobs: int) -> None:
                   f"{on['speculative_tool_calls']:>12}", flush=True)
 
 
+def probe(calls: Path, jobs: int) -> None:
+    """Why the recommended setup cannot speculate earlier: where it asks, what asking earlier would waste.
+
+    1. When the ask goes out, against the end of speech and the VAD's stop (p50).
+    2. Asking while the VAD still hears speech, on interim words alone: at how many earlier moments a
+       turn the words' signal calls the words so far a likely end (each a request wasted), by threshold.
+    3. ``FusedTurnStop``'s threshold for ``Likely`` swept (an experiment: its private constant is
+       patched for the run, as no user would).
+    """
+    import rxvoice.turns.fused as fused
+    from rxvoice.audio.recommended import recommended_turn_setup
+    from rxvoice.cli.eval_items import stt_words
+    from rxvoice.cli.observations import Speculated, SpeechStopped
+    from rxvoice.cli.runner import analyze
+    from rxvoice.cli.wav import read_wav
+
+    model = choose_model(None).path
+    items = find_items([calls])
+    setup = Setup(stop="smart-turn", model=model, stt_delay=0.3, first_token_delay=FIRST_TOKEN, speculate=True,
+                  interim_lag=INTERIM_LAG)
+    asks: list[float] = []
+    stops: list[float] = []
+    for item in items:
+        transcript = stt_words(item.transcript, "plain")
+        run = analyze(read_wav(item.wav), setup, transcript=transcript, windows=False)
+        segs = transcript.segments
+        for i, seg in enumerate(segs):
+            until = segs[i + 1].start if i + 1 < len(segs) else float("inf")
+            if not seg.turn_end:
+                continue
+            asked = [o.time - seg.end for o in run.observations
+                     if isinstance(o, Speculated) and o.outcome == "asked" and seg.end - 0.5 <= o.time < until]
+            stopped = [o.time - seg.end for o in run.observations
+                       if isinstance(o, SpeechStopped) and seg.end - 0.1 <= o.time < until]
+            asks += asked[:1]
+            stops += stopped[:1]
+    print(f"\nprobe: asked p50 {statistics.median(asks):.3f} s after the speech ({len(asks)} ends); "
+          f"the VAD's stop p50 {statistics.median(stops):.3f} s")
+    stop = recommended_turn_setup(smart_turn=False).turns_config().chains()[1][0]
+    for threshold in (0.1, 0.3, 0.5, 1.0):
+        turns = early = last = 0
+        for item in items:
+            before, pending = "", 0
+            for seg in stt_words(item.transcript, "plain").segments:
+                words = seg.text.split()
+                for n in range(1, len(words) + 1):
+                    said = f"{before} {' '.join(words[:n])}".strip()
+                    likely = stop.needed_silence(stop.evidence(said, None)) <= threshold  # type: ignore[attr-defined]
+                    if n == len(words) and seg.turn_end:
+                        turns += 1
+                        last += likely
+                    elif likely:
+                        pending += 1
+                before = f"{before} {seg.text}".strip()
+                if seg.turn_end:
+                    early, pending, before = early + pending, 0, ""
+        print(f"probe: asking on interim words when the words need <= {threshold:g} s: the last words of "
+              f"{last}/{turns} turns, {early / turns:.2f} requests a turn wasted on earlier words")
+    saved = fused._LIKELY_WITHIN
+    try:
+        for within in (0.3, 1.0, 3.0):
+            fused._LIKELY_WITHIN = within
+            for stt_delay in (0.3, 0.6):
+                swept = Setup(stop="smart-turn", model=model, stt_delay=stt_delay, first_token_delay=FIRST_TOKEN,
+                              speculate=True, interim_lag=INTERIM_LAG)
+                [run_] = evaluate(items, [(swept, {})], jobs=jobs)
+                f = run_.reply_figures()
+                assert f is not None
+                print(f"probe: likely within {within:g} s, finals {stt_delay:g} s: p50 {f['first_audio_p50']:.2f} s, "
+                      f"asked {f['speculative_asked']}, released {f['released']}, "
+                      f"wasted a turn {f['wasted_per_turn']:.2f}", flush=True)
+    finally:
+        fused._LIKELY_WITHIN = saved
+
+
 def _pair(s: dict[str, Any], key: str) -> str:
     a, b = s[f"{key}_p50"], s[f"{key}_p90"]
     return "-" if a is None else f"{a:.2f}/{b:.2f}s"
@@ -123,13 +198,16 @@ def main() -> None:
     p.add_argument("calls", type=Path)
     p.add_argument("backchannels", type=Path)
     p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--only", choices=("speculation", "backchannels"), help="run one half")
+    p.add_argument("--only", choices=("speculation", "backchannels", "probe"),
+                   help="run one half (probe: why speculation cannot start earlier, see probe())")
     args = p.parse_args()
     started = time.perf_counter()  # the wall clock only says how long the benchmark took
-    if args.only != "backchannels":
+    if args.only is None or args.only == "speculation":
         speculation(args.calls, args.jobs)
-    if args.only != "speculation":
+    if args.only != "speculation" and args.only != "probe":
         backchannels(args.backchannels)
+    if args.only == "probe":
+        probe(args.calls, args.jobs)
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
 
