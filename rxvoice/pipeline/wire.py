@@ -45,36 +45,35 @@ def _guarded(
     on_next: Callable[[Frame], None], owner: str, report: Callable[[Exception, Frame], None] | None,
     observer: Any = None,
 ) -> Callable[[Frame], None]:
-    if type(observer) is AutoDetachObserver:
+    def contain(exc: Exception, frame: Frame) -> None:  # a subscriber's failure is not the stage's
+        log.exception("a subscriber of %s raised on %s; contained", owner, type(frame).__name__)
+        if report is not None:
+            try:
+                report(exc, frame)
+            except Exception:
+                log.exception("reporting a subscriber's failure failed")
+
+    subscriber = getattr(observer, "_on_next", None) if type(observer) is AutoDetachObserver else None
+    if subscriber is not None:
         # What ``Observable.subscribe`` wraps a subscriber in: its own rule (nothing once it stopped: ended,
         # failed or disposed) checked here, and the subscriber called directly, one call less a frame.
-        subscriber = observer._on_next
+        # (Another reactivex release without that private attribute takes the plain path below.)
 
         def deliver(frame: Frame) -> None:
             if observer.is_stopped:
                 return
             try:
                 subscriber(frame)
-            except Exception as exc:  # a subscriber's failure is not the stage's
-                log.exception("a subscriber of %s raised on %s; contained", owner, type(frame).__name__)
-                if report is not None:
-                    try:
-                        report(exc, frame)
-                    except Exception:
-                        log.exception("reporting a subscriber's failure failed")
+            except Exception as exc:
+                contain(exc, frame)
 
         return deliver
 
     def emit(frame: Frame) -> None:
         try:
             on_next(frame)
-        except Exception as exc:  # a subscriber's failure is not the stage's
-            log.exception("a subscriber of %s raised on %s; contained", owner, type(frame).__name__)
-            if report is not None:
-                try:
-                    report(exc, frame)
-                except Exception:
-                    log.exception("reporting a subscriber's failure failed")
+        except Exception as exc:
+            contain(exc, frame)
 
     return emit
 
