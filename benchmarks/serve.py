@@ -105,7 +105,7 @@ def words_of(text: str) -> str:
 
 def start_server(args: argparse.Namespace, stt: str) -> tuple[subprocess.Popen[str], int]:
     command = [sys.executable, "-m", "rxvoice.cli", "serve", "--port", "0", "--stt", SERVER_STT[stt],
-               "--tts", "paced", "--stop", "smart-turn", "--max-sessions", "1000", "--inference", args.inference,
+               "--tts", "paced", "--stop", args.stop, "--max-sessions", "1000", "--inference", args.inference,
                "--workers", str(args.workers)]
     if args.model:
         command += ["--model", args.model]
@@ -320,6 +320,95 @@ def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: b
                rss_idle_mb, cpu_idle_ms, reconnects, refused)
 
 
+# -- what an inference backend adds to a verdict (--backend-latency) ----------------------------------------------
+
+
+def verdict_windows(call: Call) -> list[tuple[float, Any]]:
+    """``(when the server asks, the window)`` for each pause of the call: the last 8 s of audio up to the end of
+    each segment, asked once its words are in (``REPLAY_DELAY`` after it), as the server asks Smart Turn."""
+    import numpy as np
+
+    samples = np.frombuffer(call.pcm, dtype="<i2").astype(np.float32) / 32768.0
+    out = []
+    for s in call.segments:
+        end = int(s["end"] * 16000)
+        out.append((s["end"] + REPLAY_DELAY, samples[max(0, end - 8 * 16000):end].copy()))
+    return out
+
+
+def backend_pass(backend: Any, n: int, asks: list[tuple[float, Any]], stagger: float) -> list[float]:
+    """Every session's Smart Turn questions on the call's schedule (session ``i`` starting ``i × stagger / n``
+    seconds in), each window sent to ``backend`` when its session asks: the ask → answer time of each, in ms."""
+    import threading
+
+    schedule = sorted((i * stagger / n + at, k) for i in range(n) for k, (at, _w) in enumerate(asks))
+    done: list[float] = []
+    lock = threading.Lock()
+    finished = threading.Event()
+    t0 = time.monotonic()
+    for at, k in schedule:
+        wait = t0 + at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # a real-time schedule: the real clock is the point
+        sent = time.monotonic()
+
+        def answered(_f: Any, sent: float = sent) -> None:
+            with lock:
+                done.append(1000 * (time.monotonic() - sent))
+                if len(done) == len(schedule):
+                    finished.set()
+
+        backend.turn_probabilities([asks[k][1]]).add_done_callback(answered)
+    if not finished.wait(60):
+        raise SystemExit(f"{backend!r}: {len(schedule) - len(done)} verdicts not answered within 60 s")
+    return done
+
+
+def backend_latency(args: argparse.Namespace, call: Call) -> None:
+    """Smart Turn verdicts of N sessions on one schedule, in process and on a local Ray Serve deployment, runs
+    alternating: what Ray Serve adds to a verdict, apart from the rest of the server (its sessions, VAD, words).
+    Ray is started on loopback (``--ray-cpus`` CPUs) and stopped at the end."""
+    import ray
+    from ray import serve
+
+    from rxvoice.inference import InProcessBackend, RayServeBackend
+
+    asks = verdict_windows(call)
+    model = args.model or None
+    print(f"# backend latency: Smart Turn verdicts of N sessions ({len(asks)} asks a call, starts over "
+          f"{args.stagger} s), in process vs Ray Serve on loopback; cores {len(os.sched_getaffinity(0))}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    ray.init(num_cpus=args.ray_cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+             configure_logging=False)
+    try:
+        backends = {"in-process": InProcessBackend(model), "ray": RayServeBackend(model=model)}
+        for b in backends.values():  # warm: the first calls load and compile
+            for _ in range(3):
+                b.turn_probabilities([asks[0][1]]).result(timeout=60)
+        print(f"{'backend':<11} {'N':>3} {'verdicts':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}")
+        added: dict[int, list[tuple[float, float]]] = {}
+        for n in args.n:
+            for _ in range(args.runs):
+                got = {}
+                for name, b in backends.items():
+                    ms = backend_pass(b, n, asks, args.stagger)
+                    got[name] = (pct(ms, 0.5), pct(ms, 0.99))
+                    print(f"{name:<11} {n:>3} {len(ms):>8} {pct(ms, 0.5):>7.1f} {pct(ms, 0.9):>7.1f} "
+                          f"{pct(ms, 0.99):>7.1f}", flush=True)
+                d50, d99 = got["ray"][0] - got["in-process"][0], got["ray"][1] - got["in-process"][1]
+                added.setdefault(n, []).append((d50, d99))
+                print(f"{'':<11} {n:>3} Ray Serve added p50 {d50:+.1f} ms, p99 {d99:+.1f} ms", flush=True)
+        for b in backends.values():
+            b.close()
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    for n, pairs in added.items():
+        p50s, p99s = sorted(p for p, _ in pairs), sorted(p for _, p in pairs)
+        print(f"n={n} runs={len(pairs)} added_p50_ms={p50s[len(p50s) // 2]:.1f} added_p99_ms={p99s[len(p99s) // 2]:.1f}"
+              f" added_p99_ms_min={p99s[0]:.1f} added_p99_ms_max={p99s[-1]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--n", type=int, nargs="+", default=[8, 16, 24])
@@ -340,13 +429,24 @@ def main() -> None:
     parser.add_argument("--inference-processes", type=int, default=1)
     parser.add_argument("--ray-address")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--stop", default="smart-turn",
+                        help="the server's --stop (default smart-turn, the recommended stop; speech-timeout: a fixed "
+                             "silence, which shows the server's capacity apart from the recommended stop's own wait)")
     parser.add_argument("--reconnect", action="store_true",
                         help="run each N again with one client reconnecting in a loop; print the p99 it moved")
     parser.add_argument("--wav", type=Path, help="the call (a WAV with its .transcript.json; default: booking.wav)")
     parser.add_argument("--model", default=os.environ.get("RXVOICE_SMART_TURN_MODEL"))
+    parser.add_argument("--backend-latency", action="store_true",
+                        help="no server: the Smart Turn verdicts of N sessions on the call's schedule, in process and "
+                             "on Ray Serve (a local instance, stopped at the end), runs alternating; prints what Ray "
+                             "Serve adds to a verdict p50/p99")
+    parser.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance (--backend-latency)")
     args = parser.parse_args()
     call = load_call(args.wav or shared() / "audio" / "conversation" / "booking.wav")
-    print(f"# inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, held: lag within "
+    if args.backend_latency:
+        backend_latency(args, call)
+        return
+    print(f"# stop {args.stop}, inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, held: lag within "
           f"{args.held_lag} s, cores {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'stt':<13} {'N':>3} {'held':>7} {'p50 s':>6} {'p90 s':>6} {'p99 s':>6} {'lag p50/p90/p99 s':>18} "
           f"{'verdict p50/p99 ms':>19} "

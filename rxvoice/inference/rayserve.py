@@ -169,6 +169,8 @@ class RayServeBackend:
                                                       replicas=replicas), name=app_name, route_prefix=None)
             else:
                 self.handle = serve.get_app_handle(app_name)
+            # windows go straight to the batched deployment: one hop, not two through the entry point
+            self.turn_handle = serve.get_deployment_handle("SmartTurn", app_name)
         except ConfigurationError:
             raise
         except Exception as exc:  # Ray raises many kinds
@@ -185,7 +187,7 @@ class RayServeBackend:
 
     def turn_probabilities(self, windows: Sequence[Float32Array]) -> concurrent.futures.Future[list[float]]:
         try:
-            responses = [self.handle.judge.remote(w) for w in windows]
+            responses = [self.turn_handle.judge.remote(w) for w in windows]
             return self._waits.submit(lambda: [float(p) for p in self._wait(responses)])
         except Exception as exc:
             failed: concurrent.futures.Future[list[float]] = concurrent.futures.Future()
