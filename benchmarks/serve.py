@@ -446,7 +446,8 @@ def main() -> None:
     if args.backend_latency:
         backend_latency(args, call)
         return
-    print(f"# stop {args.stop}, inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, held: lag within "
+    print(f"# stop {args.stop}, inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, "
+          f"held: lag within "
           f"{args.held_lag} s, cores {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'stt':<13} {'N':>3} {'held':>7} {'p50 s':>6} {'p90 s':>6} {'p99 s':>6} {'lag p50/p90/p99 s':>18} "
           f"{'verdict p50/p99 ms':>19} "
