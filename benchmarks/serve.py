@@ -163,12 +163,16 @@ class Session:
     lags: list[float | None] = field(default_factory=list)
     verdicts_ms: list[float] = field(default_factory=list)
     fallbacks: int = 0
+    stops: list[float] = field(default_factory=list)  # end of speech → the VAD's stop event, per labeled end
+    words: list[float] = field(default_factory=list)  # each final's arrival after the end of its speech (server STT)
 
 
 async def client(port: int, call: Call, stt: str, delay: float, held_within: float) -> Session:
     """Stream the call; the decision latency of each labeled end (None: no turn end in its window)."""
     await asyncio.sleep(delay)
     got: list[tuple[float, float]] = []  # (when, the silence the deciding rule asked for)
+    vad_stops: list[float] = []
+    t0 = time.monotonic()  # reset when the audio starts
     result = Session()
     async with aiohttp.ClientSession() as http, http.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
         async def read() -> None:
@@ -183,6 +187,10 @@ async def client(port: int, call: Call, stt: str, delay: float, held_within: flo
                     result.verdicts_ms.append(float(event["ms"]))
                 elif kind == "fallback":
                     result.fallbacks += 1
+                elif kind == "vad" and not event.get("speaking"):
+                    vad_stops.append(time.monotonic())
+                elif kind == "final" and event.get("end") is not None:
+                    result.words.append(time.monotonic() - t0 - float(event["end"]))  # after its own speech
 
         reader = asyncio.create_task(read())
         audio = call.pcm + b"\0" * (3 * 32000)
@@ -205,6 +213,9 @@ async def client(port: int, call: Call, stt: str, delay: float, held_within: flo
         hits = [(g - t0 - end, need) for g, need in got if end - 0.3 <= g - t0 <= until + held_within]
         result.latencies.append(round(hits[0][0], 3) if hits else None)
         result.lags.append(round(hits[0][0] - max(floor, hits[0][1]), 3) if hits else None)
+        after = [g - t0 - end for g in vad_stops if end - 0.3 <= g - t0 <= until + held_within]
+        if after:
+            result.stops.append(after[0])
     return result
 
 
@@ -269,6 +280,8 @@ class Run:
     cpu_idle_ms: float
     reconnects: int = 0
     refused: int = 0
+    stops: list[float] = field(default_factory=list)
+    words: list[float] = field(default_factory=list)
 
     @property
     def p(self) -> tuple[float, float, float]:
@@ -317,7 +330,8 @@ def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: b
     missed = sum(1 for s in sessions for x in s.latencies if x is None)
     verdicts = [v for s in sessions for v in s.verdicts_ms]
     return Run(n, held, values, lags, missed, verdicts, sum(s.fallbacks for s in sessions), cpu, (max(peak) - rss0) / n,
-               rss_idle_mb, cpu_idle_ms, reconnects, refused)
+               rss_idle_mb, cpu_idle_ms, reconnects, refused, [x for s in sessions for x in s.stops],
+               [x for s in sessions for x in s.words])
 
 
 # -- what an inference backend adds to a verdict (--backend-latency) ----------------------------------------------
@@ -451,7 +465,8 @@ def main() -> None:
           f"{args.held_lag} s, cores {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'stt':<13} {'N':>3} {'held':>7} {'p50 s':>6} {'p90 s':>6} {'p99 s':>6} {'lag p50/p90/p99 s':>18} "
           f"{'verdict p50/p99 ms':>19} "
-          f"{'asks/call':>9} {'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11}")
+          f"{'asks/call':>9} {'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11} "
+          f"{'VAD stop p50/p90 s':>18} {'words p50/p90 s':>15}")
     last: Run | None = None
     for stt in args.stt:
         for n in args.n:
@@ -467,7 +482,9 @@ def main() -> None:
                           f"{l50:>6.2f}/{l90:.2f}/{l99:<5.2f} "
                           f"{pct(r.verdicts_ms, 0.5):>9.0f}/{pct(r.verdicts_ms, 0.99):<9.0f} "
                           f"{(len(r.verdicts_ms) + r.fallbacks) / n:>9.1f} {r.fallbacks:>9} "
-                          f"{r.cpu:>5.0%} {r.rss_active_mb:>9.1f} {r.rss_idle_mb:>8.2f} {r.cpu_idle_ms:>11.2f}{tag}",
+                          f"{r.cpu:>5.0%} {r.rss_active_mb:>9.1f} {r.rss_idle_mb:>8.2f} {r.cpu_idle_ms:>11.2f} "
+                          f"{pct(r.stops, 0.5):>9.2f}/{pct(r.stops, 0.9):<8.2f} "
+                          f"{pct(r.words, 0.5):>7.2f}/{pct(r.words, 0.9):<7.2f}{tag}",
                           flush=True)
                 if args.reconnect:
                     moved = 1000 * (runs[1].p[2] - runs[0].p[2])
@@ -480,7 +497,8 @@ def main() -> None:
         l50, l90, l99 = last.lag
         print(f"n={last.n} held={last.held} p50_s={p50:.3f} p90_s={p90:.3f} p99_s={p99:.3f} "
               f"rss_idle_mb={last.rss_idle_mb:.2f} lag_p50_s={l50:.3f} lag_p90_s={l90:.3f} lag_p99_s={l99:.3f} "
-              f"cpu={last.cpu:.2f} asks_per_call={(len(last.verdicts_ms) + last.fallbacks) / last.n:.1f}")
+              f"cpu={last.cpu:.2f} asks_per_call={(len(last.verdicts_ms) + last.fallbacks) / last.n:.1f} "
+              f"words_p90_s={pct(last.words, 0.9):.3f}")
 
 
 if __name__ == "__main__":
