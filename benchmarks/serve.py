@@ -30,7 +30,8 @@ inference backend adds shows here), the Smart Turn questions asked per call
 (answered or fallen back), fallbacks, the server's CPU (its process tree: the
 workers, a process pool, a local Ray instance), its memory
 per active session, and, measured before the load, the memory and CPU of an
-idle connection (``--idle`` connections opened and left silent).
+idle connection (``--idle`` connections opened and left silent for a second, less the server's own CPU over
+as long with no connection).
 
 ``--inference`` and ``--workers`` are passed to the server; ``--reconnect``
 runs each N twice, the second time with one more client reconnecting in a
@@ -246,16 +247,21 @@ async def load(port: int, n: int, call: Call, stt: str, stagger: float, held_wit
 
 
 async def idle(port: int, m: int, pid: int) -> tuple[float, float]:
-    """Memory (MB) and CPU (ms) per idle connection: ``m`` opened and left silent for a second."""
+    """Memory (MB) and CPU (ms) per idle connection: ``m`` opened and left silent for a second, less what the
+    server spends with no connection over as long (its own timers and threads, measured just before)."""
     async with aiohttp.ClientSession() as http:
         await asyncio.sleep(0.5)
-        rss0, cpu0 = rss_mb(pid), cpu_seconds(pid)
+        base_cpu, base_wall = cpu_seconds(pid), time.monotonic()
+        await asyncio.sleep(1.5)
+        rate = (cpu_seconds(pid) - base_cpu) / (time.monotonic() - base_wall)  # CPU-s a second, no connections
+        rss0, cpu0, wall0 = rss_mb(pid), cpu_seconds(pid), time.monotonic()
         sockets = [await http.ws_connect(f"http://127.0.0.1:{port}/ws") for _ in range(m)]
         await asyncio.sleep(1.0)
         rss1, cpu1 = rss_mb(pid), cpu_seconds(pid)
+        own = rate * (time.monotonic() - wall0)
         for ws in sockets:
             await ws.close()
-    return (rss1 - rss0) / m, 1000 * (cpu1 - cpu0) / m
+    return (rss1 - rss0) / m, 1000 * max(0.0, cpu1 - cpu0 - own) / m
 
 
 def pct(values: list[float], q: float) -> float:
@@ -381,7 +387,12 @@ def backend_pass(backend: Any, n: int, asks: list[tuple[float, Any]], stagger: f
 def backend_latency(args: argparse.Namespace, call: Call) -> None:
     """Smart Turn verdicts of N sessions on one schedule, in process and on a local Ray Serve deployment, runs
     alternating: what Ray Serve adds to a verdict, apart from the rest of the server (its sessions, VAD, words).
-    Ray is started on loopback (``--ray-cpus`` CPUs) and stopped at the end."""
+    Ray is started on loopback (``--ray-cpus`` CPUs) and stopped at the end.
+
+    Each backend has the machine to itself during its run (sending every window to both at once made them
+    compete for the cores, and the in-process pool's four threads won over the one replica: that measured the
+    split of the CPU, not Ray). On a machine shared with other work the difference is the other work's noise:
+    measure it on a quiet one."""
     import ray
     from ray import serve
 
@@ -438,7 +449,8 @@ def main() -> None:
                         help="a session is held when each of its turn ends is decided at most S seconds after the "
                              "moment the setup's own rule answers it (default 0.7: an end answered as soon as the "
                              "replayed words are in, 0.3 s after the speech, is then decided within 1.0 s)")
-    parser.add_argument("--idle", type=int, default=16, metavar="M", help="idle connections for the idle figures")
+    parser.add_argument("--idle", type=int, default=32, metavar="M",
+                        help="idle connections for the idle figures (default 32: the CPU is read in 10 ms ticks)")
     parser.add_argument("--inference", default="in-process", choices=["in-process", "process-pool", "ray"])
     parser.add_argument("--inference-processes", type=int, default=1)
     parser.add_argument("--ray-address")
