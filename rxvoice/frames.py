@@ -56,6 +56,8 @@ __all__ = [
     "AggregationType",
     "BotBackchannelFrame",
     "BotSpeakingFrame",
+    "BotSpeechPauseFrame",
+    "BotSpeechResumeFrame",
     "BotStartedSpeakingFrame",
     "BotStoppedSpeakingFrame",
     "CancelFrame",
@@ -470,6 +472,28 @@ class BotStoppedSpeakingFrame(SystemFrame):
 @dataclass(frozen=True, slots=True)
 class BotSpeakingFrame(SystemFrame):
     """Heartbeat while the bot speaks."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotSpeechPauseFrame(SystemFrame):
+    """Asks the output stages to pause the bot's speech at once, keeping the rest (downstream).
+
+    Sent when the user starts speaking over the bot and it is not known yet
+    whether that is a barge-in or a backchannel ("mm-hmm"): the bot falls
+    silent as fast as an interruption would silence it. A
+    ``BotSpeechResumeFrame`` plays the rest from where it paused; an
+    ``InterruptionFrame`` drops it. The bot's turn goes on meanwhile: no
+    ``BotStoppedSpeakingFrame``. A stage with nothing playing passes it on.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class BotSpeechResumeFrame(SystemFrame):
+    """Asks the output stages to play the paused speech on from where it paused (downstream).
+
+    Harmless when nothing is paused (an interruption dropped the speech, or
+    it never paused).
+    """
 
 
 # --------------------------------------------------------------------------

@@ -13,8 +13,12 @@ once with :class:`~rxvoice.turns.BackchannelStart` first, in virtual time.
 
 Scored per utterance: a continuer is *kept* when nothing interrupted the
 bot from its start until the next utterance; an interruption *interrupts*
-when an ``InterruptionFrame`` came in that time, its barge-in latency the
-time from the start of its speech.
+when an ``InterruptionFrame`` came in that time. Its **barge-in latency** is
+the time from the start of its speech until the bot's audio stops, paused
+(``BotSpeechPauseFrame``) or cut (``InterruptionFrame``), whichever comes
+first; its **interruption latency** the time until the ``InterruptionFrame``
+(the reply cancelled, the turn open). A kept continuer that paused the bot
+leaves a **gap** in its speech: from the pause to the resume.
 """
 
 from __future__ import annotations
@@ -74,6 +78,10 @@ class Utterance:
     start: float
     interrupted_at: float | None
     backchannel: bool
+    paused_at: float | None = None
+    """When the bot's speech paused for it (``None``: it did not pause)."""
+    resumed_at: float | None = None
+    """When the paused speech played on (``None``: it did not, or it never paused)."""
 
     @property
     def interrupted(self) -> bool:
@@ -81,7 +89,21 @@ class Utterance:
 
     @property
     def latency(self) -> float | None:
+        """Speech start to the bot's audio stopping, paused or cut (``None``: it went on)."""
+        stops = [t for t in (self.paused_at, self.interrupted_at) if t is not None]
+        return round(min(stops) - self.start, 3) if stops else None
+
+    @property
+    def interruption_latency(self) -> float | None:
+        """Speech start to the interruption (the reply cancelled, the turn open)."""
         return None if self.interrupted_at is None else round(self.interrupted_at - self.start, 3)
+
+    @property
+    def gap(self) -> float | None:
+        """How long the bot's speech paused for a continuer it then played on through."""
+        if self.paused_at is None or self.resumed_at is None or self.interrupted:
+            return None
+        return round(self.resumed_at - self.paused_at, 3)
 
     @property
     def right(self) -> bool:
@@ -143,19 +165,21 @@ def find_backchannel_items(paths: Sequence[str | Path]) -> list[BackchannelItem]
 
 
 def watch(
-    item: BackchannelItem, setup: Setup, *, backchannels: bool, words: Transcript | None = None
+    item: BackchannelItem, setup: Setup, *, backchannels: bool, words: Transcript | None = None, pause: bool = True
 ) -> list[Utterance]:
     """Play one recording through the VAD and the user aggregator; judge each utterance.
 
     ``words``: what a speech recognizer heard (replayed instead of the script's words; the script's
-    segments still say what each utterance was).
+    segments still say what each utterance was). ``pause``: ``BackchannelStart(pause=...)``.
     """
     recording = read_wav(item.wav)
     chunks = _chunks(recording.samples, setup.tail)
-    start = (BackchannelStart(), VADStart(), TranscriptionStart()) if backchannels else None
+    start = (BackchannelStart(pause=pause), VADStart(), TranscriptionStart()) if backchannels else None
     pair = Pair(LLMContext(), turns=TurnsConfig(start=start, stop=[stop_strategy(setup)]))
     items, end = _audio(chunks)
     interrupted: list[float] = []
+    paused: list[float] = []
+    resumed: list[float] = []
     kept: list[float] = []
     subscriptions = CompositeDisposable()
     test = TestScheduler()
@@ -167,8 +191,9 @@ def watch(
     def started() -> None:
         t0[0] = test.now.timestamp()
 
-    def on_interruption(_frame: Frame) -> None:
-        interrupted.append(round(clock(), 3))
+    def on_output(frame: Frame) -> None:
+        into = {F.InterruptionFrame: interrupted, F.BotSpeechPauseFrame: paused, F.BotSpeechResumeFrame: resumed}
+        into[type(frame)].append(round(clock(), 3))  # type: ignore[index]
 
     def on_backchannel(_agg: object, _frame: object = None) -> None:
         kept.append(round(clock(), 3))
@@ -179,7 +204,8 @@ def watch(
     user = pair.user()
     user.events.on("on_user_backchannel", on_backchannel)
     user.offload = SchedulerOffload(test, setup.model_latency)
-    stages = [VADProcessor(_vad_factory(setup)), user, _Tap((F.InterruptionFrame,), on_interruption)]
+    watched = (F.InterruptionFrame, F.BotSpeechPauseFrame, F.BotSpeechResumeFrame)
+    stages = [VADProcessor(_vad_factory(setup)), user, _Tap(watched, on_output)]
     down = reactivex.merge(
         _timeline(items, started),
         replay_transcript(words or item.transcript, delay=setup.stt_delay, interim_lag=setup.interim_lag),
@@ -198,7 +224,10 @@ def watch(
         until = segments[i + 1].start if i + 1 < len(segments) else float("inf")
         hits = [t for t in interrupted if seg.start - 0.05 <= t < until]
         said = any(seg.start <= t < until for t in kept)
-        out.append(Utterance(item.wav.name, seg.text, kind, seg.start, hits[0] if hits else None, said))
+        held = [t for t in paused if seg.start - 0.05 <= t < until]
+        again = [t for t in resumed if held and held[0] <= t < until]
+        out.append(Utterance(item.wav.name, seg.text, kind, seg.start, hits[0] if hits else None, said,
+                             held[0] if held else None, again[0] if again else None))
     return out
 
 
@@ -215,42 +244,62 @@ def _p(values: Sequence[float], q: int) -> float | None:
 
 
 def score(utterances: Sequence[Utterance]) -> dict[str, Any]:
-    """Continuers kept, interruptions that interrupted, and the barge-in latency (p50, p90) of those."""
+    """Continuers kept, interruptions that interrupted, the barge-in latency (p50, p90) of those, the gaps.
+
+    ``barge_in_*``: speech start to the bot's audio stopping (paused or cut); ``interruption_*``: to the
+    interruption itself; ``gap_*``: how long the bot paused for each continuer it then played on through.
+    """
     continuers = [u for u in utterances if u.kind == "continuer"]
     interruptions = [u for u in utterances if u.kind == "interruption"]
-    latencies = [u.latency for u in interruptions if u.latency is not None]
+    caught = [u for u in interruptions if u.interrupted]
+    latencies = [u.latency for u in caught if u.latency is not None]
+    cut = [u.interruption_latency for u in caught if u.interruption_latency is not None]
+    gaps = [u.gap for u in continuers if u.gap is not None]
     return {
         "continuers": len(continuers), "continuers_kept": sum(not u.interrupted for u in continuers),
-        "interruptions": len(interruptions), "interruptions_caught": sum(u.interrupted for u in interruptions),
+        "interruptions": len(interruptions), "interruptions_caught": len(caught),
         "barge_in_p50": _p(latencies, 50), "barge_in_p90": _p(latencies, 90),
+        "interruption_p50": _p(cut, 50), "interruption_p90": _p(cut, 90),
+        "continuers_paused": len(gaps), "gap_p50": _p(gaps, 50), "gap_p90": _p(gaps, 90),
         "false_barge_ins": [u.text for u in continuers if u.interrupted],
         "missed_barge_ins": [u.text for u in interruptions if not u.interrupted],
     }
 
 
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
 def describe(name: str, s: dict[str, Any]) -> str:
     """One line for a run."""
-    p50 = "-" if s["barge_in_p50"] is None else f"{s['barge_in_p50']:.2f} s"
-    p90 = "-" if s["barge_in_p90"] is None else f"{s['barge_in_p90']:.2f} s"
-    return (f"{name}: continuers kept {_share(s['continuers_kept'], s['continuers'])}, "
+    line = (f"{name}: continuers kept {_share(s['continuers_kept'], s['continuers'])}, "
             f"interruptions that interrupted {_share(s['interruptions_caught'], s['interruptions'])}; "
-            f"barge-in latency from the start of speech p50 {p50}, p90 {p90}")
+            f"barge-in latency from the start of speech (the bot's audio stops) p50 {_s(s['barge_in_p50'])}, "
+            f"p90 {_s(s['barge_in_p90'])}")
+    if s["interruption_p50"] != s["barge_in_p50"] or s["interruption_p90"] != s["barge_in_p90"]:
+        line += f"; interrupted p50 {_s(s['interruption_p50'])}, p90 {_s(s['interruption_p90'])}"
+    if s["continuers_paused"]:
+        line += (f"; {s['continuers_paused']} continuers paused the bot for p50 {_s(s['gap_p50'])}, "
+                 f"p90 {_s(s['gap_p90'])}")
+    return line
 
 
 def evaluate_backchannels(
     items: Sequence[BackchannelItem], setup: Setup, on_step: Callable[[str], None] | None = None,
-    stt: STTService | None = None,
+    stt: STTService | None = None, *, without_pause: bool = False,
 ) -> dict[str, list[Utterance]]:
     """Every recording, without and with :class:`BackchannelStart` (``"off"``, ``"on"``).
 
     ``stt``: the words are what it hears in each recording (its finals, and interim words made from
-    them with ``setup.interim_lag``), not the script's.
+    them with ``setup.interim_lag``), not the script's. ``without_pause``: also with
+    ``BackchannelStart(pause=False)`` (``"on_without_pause"``: the bot talks on until the words decide).
     """
-    runs: dict[str, list[Utterance]] = {"off": [], "on": []}
+    modes = [("off", False, True), ("on", True, True)] + ([("on_without_pause", True, False)] if without_pause else [])
+    runs: dict[str, list[Utterance]] = {name: [] for name, _, _ in modes}
     for item in items:
         heard = transcribe(read_wav(item.wav), stt, vad=setup.vad, params=setup.vad_params) if stt else None
-        for name, on in (("off", False), ("on", True)):
-            runs[name].extend(watch(item, setup, backchannels=on, words=heard))
+        for name, on, pause in modes:
+            runs[name].extend(watch(item, setup, backchannels=on, words=heard, pause=pause))
         if on_step is not None:
             on_step(item.wav.name)
     return runs

@@ -90,6 +90,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         "answers, some requests paid for nothing)")
     p.add_argument("--backchannels", action="store_true",
                    help="a short 'mm-hmm' or 'yeah' while the bot speaks does not interrupt it")
+    p.add_argument("--backchannel-pause", choices=("on", "off"), default="on",
+                   help="with --backchannels: the bot pauses the moment you speak over it and resumes after a "
+                        "continuer (on, the default: a barge-in stops it as fast as without backchannels), or "
+                        "talks on until your words decide (off)")
     p.add_argument("--classifier", choices=("rules", "model"),
                    help="ask a turn-completion classifier (the completion rules, or the OPENAI_BASE_URL model) "
                         "before each turn end: complete, short pause or long pause")
@@ -164,6 +168,7 @@ def options_from(args: argparse.Namespace, err: TextIO) -> ServeOptions:
                        "--classifier rules)")
     talk: dict[str, Any] = {"speculate": bool(getattr(args, "speculate", False)),
             "backchannels": bool(getattr(args, "backchannels", False)), "classifier": classifier,
+            "backchannel_pause": getattr(args, "backchannel_pause", "on") != "off",
             "first_token_delay": float(getattr(args, "first_token_delay", 0.2))}
     return ServeOptions(stt=stt, tts=tts, stop=setup.stop, model=setup.model, speech_timeout=setup.speech_timeout,
                         llm=llm, allowed_origins=tuple(args.allow_origin), **_server_options(args, stt, err), **talk)

@@ -52,6 +52,8 @@ class ServeOptions:
             end is likely and its answer held; the page is told of each request and what became of it.
         backchannels: A ``BackchannelStart`` first in the start chain: "mm-hmm" while the bot speaks
             does not interrupt it.
+        backchannel_pause: ``BackchannelStart(pause=...)``: the bot's speech pauses while held speech
+            is decided (resumed after a continuer), or it talks on until the words decide.
         classifier: ``rules`` or ``model``: the stop strategy's end is asked again by a
             ``ClassifierStop`` (the completion rules, or the OpenAI-compatible model); ``None``: not.
         first_token_delay: The scripted model's seconds to its first token.
@@ -76,6 +78,7 @@ class ServeOptions:
     extra: dict[str, Any] = field(default_factory=dict)
     speculate: bool = False
     backchannels: bool = False
+    backchannel_pause: bool = True
     classifier: str | None = None
     first_token_delay: float = 0.2
 
@@ -98,6 +101,8 @@ class ServeOptions:
             talk["speculate"] = True
         if self.backchannels:
             talk["backchannels"] = True
+            if not self.backchannel_pause:
+                talk["backchannel_pause"] = False
         if self.classifier is not None:
             talk["classifier"] = self.classifier
         return {"stt": self.stt, "tts": self.tts, "stop": self.stop, "llm": self.llm,
@@ -109,7 +114,8 @@ class ServeOptions:
         """The turn settings around ``stop``: classifier-gated if asked, backchannels, speculation."""
         if self.classifier is not None:
             stop = ClassifierStop(stop, _classifier(self.classifier))
-        start = (BackchannelStart(), VADStart(), TranscriptionStart()) if self.backchannels else None
+        backchannel = BackchannelStart(pause=self.backchannel_pause)
+        start = (backchannel, VADStart(), TranscriptionStart()) if self.backchannels else None
         return TurnsConfig(start=start, stop=[stop], speculate=self.speculate)
 
 

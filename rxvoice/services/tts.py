@@ -36,7 +36,12 @@ gets ``end_grace`` seconds; past that its text is reported and not spoken.
 An ``InterruptionFrame`` stops at once: pending audio, words and syntheses
 are dropped (frames that cannot be interrupted, such as ``EndFrame``, go on),
 the interruption goes on, then ``TTSStoppedFrame`` and
-``BotStoppedSpeakingFrame``. A ``CancelFrame`` drops everything and passes.
+``BotStoppedSpeakingFrame``. A ``BotSpeechPauseFrame`` (the user began to
+speak over the bot, and it may be a backchannel) stops the playback at once
+and keeps its place: no more words or audio go out, no bot notice; a
+``BotSpeechResumeFrame`` plays on from there, an ``InterruptionFrame`` drops
+it as above (both pass on; the audio already sent, at most ``lead`` ahead, is
+the player's to pause). A ``CancelFrame`` drops everything and passes.
 A synthesis that fails is reported (``on_error``, an ``ErrorFrame`` upstream)
 and its text skipped; the session goes on.
 

@@ -25,6 +25,8 @@ from ..frames import (
     AggregatedTextFrame,
     AggregationType,
     BotBackchannelFrame,
+    BotSpeechPauseFrame,
+    BotSpeechResumeFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     CancelFrame,
@@ -115,6 +117,7 @@ class _TTSSession:
         self.input_ended = False  # the input completed: the output completes after the last word
         self.watchdog: abc.DisposableBase | None = None  # bounds the synthesis an end waits for
         self.watched: _Unit | None = None
+        self.paused_at: float | None = None  # the bot's speech is paused (since then): nothing plays
 
     # -- frames (inside the session) ---------------------------------------------------
 
@@ -139,6 +142,12 @@ class _TTSSession:
             self._say(frame.text, False, frame)  # type: ignore[attr-defined, arg-type]
         elif t is InterruptionFrame:
             self._interrupt(frame)
+        elif t is BotSpeechPauseFrame:
+            self._pause()
+            self.port.push_down(frame)
+        elif t is BotSpeechResumeFrame:
+            self._resume()
+            self.port.push_down(frame)
         elif t is CancelFrame:
             self._stop_all()
             self.port.push_down(frame)
@@ -281,8 +290,44 @@ class _TTSSession:
 
     # -- playback ---------------------------------------------------------------------------
 
+    # -- a pause: the bot falls silent, keeping its place -----------------------------------
+
+    def _pause(self) -> None:
+        """Stop playing now, keeping the rest (words, audio, queue); nothing to pause when the bot is quiet."""
+        if self.paused_at is not None or (self.playing is None and not self.bot_speaking):
+            return
+        self.paused_at = self.port.time()
+        unit = self.playing
+        if unit is not None and unit.timer is not None:
+            unit.timer.dispose()
+            unit.timer = None
+
+    def _unpause(self) -> None:
+        """The clock of the unit playing moves on by the pause, as if the pause had not been."""
+        if self.paused_at is None:
+            return
+        gap = self.port.time() - self.paused_at
+        self.paused_at = None
+        unit = self.playing
+        if unit is not None and unit.started is not None:
+            unit.started += gap
+
+    def _resume(self) -> None:
+        """Play on from where the pause stopped (harmless when nothing is paused)."""
+        if self.paused_at is None:
+            return
+        self._unpause()
+        if self.playing is not None:
+            self._tick()
+        else:
+            self._play()
+
+    # -- playback ---------------------------------------------------------------------------
+
     def _play(self) -> None:
         """Start the next unit when nothing plays: frames at the head go on first."""
+        if self.paused_at is not None:
+            return  # paused between units: the next one waits for the resume
         while self.playing is None and self.queue:
             head = self.queue[0]
             if isinstance(head, _Unit):
@@ -324,7 +369,7 @@ class _TTSSession:
 
     def _tick(self) -> None:
         unit = self.playing
-        if unit is None or unit.speech is None or unit.started is None:
+        if unit is None or unit.speech is None or unit.started is None or self.paused_at is not None:
             return
         unit.timer = None
         speech = unit.speech
@@ -381,6 +426,7 @@ class _TTSSession:
         self.aggregator.reset()
 
     def _interrupt(self, frame: Frame) -> None:
+        self._unpause()  # the interruption ends any pause: what was paused is dropped (a continuer plays on)
         playing = self.playing
         spared = playing if playing is not None and playing.backchannel is not None else None
         if spared is not None:
@@ -401,12 +447,15 @@ class _TTSSession:
         self.queue.extend(units)
         if spared is not None:
             self.playing = spared
+            if spared.timer is None:
+                self._tick()  # it was paused
         else:
             self._synthesize_next()
             self._play()
         self._end_input()
 
     def _stop_all(self) -> None:
+        self.paused_at = None
         self._drop_units()
         self.queue.clear()
         self.tts_started = self.bot_speaking = False

@@ -14,7 +14,9 @@ The protocol, per connection:
 * **server → client, binary**: bot audio, a 4-byte little-endian sample rate
   then 16-bit mono PCM.
 * **server → client, text**: JSON events, ``{"type": ...}``: ``error``
-  (``message``), ``interrupt`` (stop playing at once), ``pong``, and whatever
+  (``message``), ``interrupt`` (stop playing at once), ``pause`` (stop
+  playing at once, keeping what is left: the user may be saying "mm-hmm"),
+  ``resume`` (play what was kept, from where it paused), ``pong``, and whatever
   the app sends with :meth:`WebSocketAudioTransport.send`.
 
 Bad input never reaches the pipeline: an odd byte count, a wrong rate, JSON
@@ -71,6 +73,8 @@ from reactivex.disposable import CompositeDisposable
 from ..errors import ConfigurationError
 from ..frames import (
     DOWN,
+    BotSpeechPauseFrame,
+    BotSpeechResumeFrame,
     CancelFrame,
     Direction,
     EndFrame,
@@ -499,6 +503,10 @@ class _OutputSession:
                 self.transport.send_audio(frame)  # type: ignore[arg-type]
             elif t is InterruptionFrame:
                 self.transport.send({"type": "interrupt"})
+            elif t is BotSpeechPauseFrame:
+                self.transport.send({"type": "pause"})
+            elif t is BotSpeechResumeFrame:
+                self.transport.send({"type": "resume"})
         self.port.push(frame, direction)
 
     def on_input_end(self, direction: Direction) -> None:

@@ -13,10 +13,30 @@ list, :func:`register_backchannels`, and a hook for a model):
   downstream and ``on_user_backchannel`` fires;
 * short speech whose final words are something else barges in then.
 
-The cost is on real interruptions only: they interrupt when their first
-words arrive (an STT's interim transcript) instead of at the VAD start;
-speech with no interim transcripts waits for its final words, at most
-``max_duration``. ``docs/turn-taking.md`` has the measured figures.
+So that a real interruption still silences the bot as fast as without
+backchannels, the bot's speech is **paused** the moment held speech starts
+(``pause``, on by default): a ``BotSpeechPauseFrame`` goes downstream, and
+the output stages (:class:`~rxvoice.services.tts.TTSService`, the
+WebSocket transport's output) stop playing at once and keep the rest. Then:
+
+* a backchannel, or speech with no words at all (a cough), resumes it: a
+  ``BotSpeechResumeFrame`` plays the rest from where it paused, the bot's
+  turn goes on, nothing is cancelled. Speech the VAD heard end whose
+  interim words are already a continuer resumes it then, without waiting
+  for the final words (which still decide: no continuer, and the bot is
+  interrupted then; more speech, and it pauses again);
+* a barge-in turns the pause into the interruption it is (the
+  ``InterruptionFrame`` drops what was paused);
+* a pause that lasts ``max_pause`` (2 s) is a barge-in, whatever is still
+  undecided: the bot never stays silent longer than that for a held word.
+
+What a backchannel costs is then a gap in the bot's speech (from the start
+of the continuer to its final words), and what a real interruption costs is
+the time until its words show, before the reply is cancelled and the turn
+opens (the bot is already silent). ``pause=False`` keeps the bot talking
+through held speech (it is cut when the words show): no gap for a
+backchannel, a later stop for a barge-in. ``docs/turn-taking.md`` has the
+measured figures.
 
 :class:`BackchannelStart` is a start strategy: put it first in the start
 chain (it halts the chain for the speech it holds, so no later strategy
@@ -33,6 +53,8 @@ from typing import ClassVar, NamedTuple
 from .._seconds import check_seconds
 from ..errors import ConfigurationError
 from ..frames import (
+    BotSpeechPauseFrame,
+    BotSpeechResumeFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     Frame,
@@ -137,11 +159,18 @@ class BackchannelState(NamedTuple):
     user_id: str = ""
     stop_secs: float = 0.2
     """The VAD's stop window (learnt from its stops): speech ended that long before the VAD says so."""
+    paused: bool = False
+    """The bot's speech is paused (a ``BotSpeechPauseFrame`` went out, no resume or interruption yet)."""
+    heard: bool = False
+    """The VAD heard the held speech (so its stop says when the speech ended)."""
 
 
 _CAP = "cap"
 _WORDS = "words"
+_PAUSE = "pause"
 _TIMERS: Effects = (Disarm(_CAP), Disarm(_WORDS))
+_PAUSE_FRAME = BotSpeechPauseFrame()
+_RESUME_FRAME = BotSpeechResumeFrame()
 
 
 @dataclass(frozen=True)
@@ -158,12 +187,20 @@ class BackchannelStart(StartStrategy[BackchannelState]):
         judge: A hook for a model: ``judge(words)`` returns ``True`` (a
             continuer), ``False`` (not one) or ``None`` (the list decides).
             It runs inline, on every transcript of held speech: keep it fast.
+        pause: Pause the bot's speech while held speech is decided
+            (``BotSpeechPauseFrame``, then ``BotSpeechResumeFrame`` or the
+            interruption), so a barge-in silences it as fast as without
+            backchannels. Off: the bot talks on until the words decide.
+        max_pause: The longest a pause may last (seconds, from the pause);
+            then it is a barge-in; in ``(0, 5]``.
     """
 
     max_duration: float = 1.0
     words_timeout: float = 1.0
     language: str = "en"
     judge: Callable[[str], bool | None] | None = field(default=None, compare=False)
+    pause: bool = True
+    max_pause: float = 2.0
     enable_interruptions: bool = True
     enable_user_speaking_frames: bool = True
     handles: ClassVar[frozenset[type[Frame]]] = frozenset({
@@ -174,6 +211,9 @@ class BackchannelStart(StartStrategy[BackchannelState]):
     def __post_init__(self) -> None:
         check_seconds(self.max_duration, "BackchannelStart.max_duration", positive=True, high=5.0)
         check_seconds(self.words_timeout, "BackchannelStart.words_timeout", positive=True, high=5.0)
+        check_seconds(self.max_pause, "BackchannelStart.max_pause", positive=True, high=5.0)
+        if not isinstance(self.pause, bool):
+            raise ConfigurationError(f"BackchannelStart.pause must be a bool, got {self.pause!r}")
         if not isinstance(self.language, str) or not backchannel_phrases(self.language):
             raise ConfigurationError(
                 f"BackchannelStart.language: no continuers registered for {self.language!r} "
@@ -209,16 +249,34 @@ class BackchannelStart(StartStrategy[BackchannelState]):
 
     # -- outcomes ------------------------------------------------------------------------------
 
+    def _pausing(self) -> bool:
+        return self.pause and self.enable_interruptions  # without interruptions nothing would end the pause
+
+    def _hold(self, s: BackchannelState) -> tuple[BackchannelState, Effects]:
+        """Held speech begins: the bot's speech pauses now, for at most ``max_pause``."""
+        if not self._pausing():
+            return s, NOTHING
+        return s._replace(paused=True), (Push(_PAUSE_FRAME), Arm(_PAUSE, self.max_pause))
+
+    @staticmethod
+    def _resume(s: BackchannelState) -> tuple[BackchannelState, Effects]:
+        """The bot's turn goes on: the paused speech plays on (nothing when it was not paused)."""
+        if not s.paused:
+            return s, NOTHING
+        return s._replace(paused=False), (Disarm(_PAUSE), Push(_RESUME_FRAME))
+
     def _barge_in(self, s: BackchannelState) -> tuple[BackchannelState, Effects]:
-        return s._replace(holding=False), (*_TIMERS, Start(), HALT)
+        # The interruption the turn's start sends drops what was paused: no resume.
+        return s._replace(holding=False, paused=False), (*_TIMERS, Disarm(_PAUSE), Start(), HALT)
 
     def _backchannel(self, s: BackchannelState, words: str, now: float) -> tuple[BackchannelState, Effects]:
         frame = UserBackchannelFrame(words, s.user_id, iso8601(now))
-        s = s._replace(holding=False, finals="", guess="")
-        return s, (*_TIMERS, RESET_AGGREGATION, Push(frame), Notify(EVENT_USER_BACKCHANNEL, frame), HALT)
+        s, resumed = self._resume(s._replace(holding=False, finals="", guess=""))
+        return s, (*_TIMERS, *resumed, RESET_AGGREGATION, Push(frame), Notify(EVENT_USER_BACKCHANNEL, frame), HALT)
 
     def _nothing_said(self, s: BackchannelState) -> tuple[BackchannelState, Effects]:
-        return s._replace(holding=False, finals="", guess=""), (*_TIMERS, RESET_AGGREGATION, HALT)
+        s, resumed = self._resume(s._replace(holding=False, finals="", guess=""))
+        return s, (*_TIMERS, *resumed, RESET_AGGREGATION, HALT)
 
     @staticmethod
     def _so_far(s: BackchannelState) -> str:
@@ -231,6 +289,11 @@ class BackchannelStart(StartStrategy[BackchannelState]):
             return self._barge_in(s)
         if not s.speaking and words and s.final_last:
             return self._backchannel(s, words, now) if self.continuer(words) else self._barge_in(s)
+        if s.paused and s.heard and not s.speaking and words and self.continuer(words):
+            # The speech is over and its interim words are a continuer: the bot goes on now, not at the final
+            # words (which still decide: words that turn out to be no continuer interrupt then).
+            s, resumed = self._resume(s)
+            return s, (*resumed, HALT)
         return s, (HALT,)
 
     # -- the strategy ---------------------------------------------------------------------------
@@ -244,19 +307,24 @@ class BackchannelStart(StartStrategy[BackchannelState]):
         if t is BotStartedSpeakingFrame:
             return s._replace(bot_speaking=True), NOTHING
         if t is BotStoppedSpeakingFrame:
-            return s._replace(bot_speaking=False), NOTHING
+            # The bot finished (an output that does not pause, or its last sound already out): nothing to resume.
+            return s._replace(bot_speaking=False, paused=False), ((Disarm(_PAUSE),) if s.paused else NOTHING)
         if s.turn_open:
             return s, NOTHING
         if t is VADUserStartedSpeakingFrame:
             if s.holding:
-                return s._replace(speaking=True), (Disarm(_WORDS), HALT)  # more of the same held speech
+                s = s._replace(speaking=True, heard=True)  # more of the same held speech
+                again: Effects = NOTHING
+                if s.bot_speaking and not s.paused:
+                    s, again = self._hold(s)  # resumed on its interim words, and it goes on: paused again
+                return s, (*again, Disarm(_WORDS), HALT)
             if not s.bot_speaking:
                 return s, NOTHING
             start = now - float(getattr(frame, "start_secs", 0.0))
-            s = BackchannelState(True, False, True, start, True, stop_secs=s.stop_secs)
+            s, paused = self._hold(BackchannelState(True, False, True, start, True, stop_secs=s.stop_secs, heard=True))
             # Still speaking, as far as the VAD can tell, max_duration after the speech began: a barge-in.
             cap = start + self.max_duration + s.stop_secs - now
-            return s, (Disarm(_WORDS), Arm(_CAP, max(0.0, cap)), HALT)
+            return s, (*paused, Disarm(_WORDS), Arm(_CAP, max(0.0, cap)), HALT)
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
             s = s._replace(stop_secs=stop_secs)
@@ -279,8 +347,8 @@ class BackchannelStart(StartStrategy[BackchannelState]):
             # Words the VAD did not hear while the bot speaks: held the same way, from now.
             if not self.may_be(text.strip()):
                 return s, NOTHING  # the next strategy (a transcription start) barges in
-            s = BackchannelState(True, False, True, now, False, stop_secs=s.stop_secs)
-            effects: Effects = (Arm(_CAP, self.max_duration), Arm(_WORDS, self.words_timeout))
+            s, paused = self._hold(BackchannelState(True, False, True, now, False, stop_secs=s.stop_secs))
+            effects: Effects = (*paused, Arm(_CAP, self.max_duration), Arm(_WORDS, self.words_timeout))
         else:
             effects = NOTHING
         uid = getattr(frame, "user_id", "") or s.user_id
@@ -294,6 +362,10 @@ class BackchannelStart(StartStrategy[BackchannelState]):
 
     def on_timer(self, state: BackchannelState, key: str, now: float) -> tuple[BackchannelState, Effects]:
         s = state
+        if key == _PAUSE and s.paused:
+            if s.holding:
+                return self._barge_in(s)  # paused for max_pause and still undecided: a barge-in
+            return self._resume(s)  # a turn another strategy opened without an interruption: the bot goes on
         if not s.holding:
             return s, NOTHING
         if key == _CAP:
@@ -308,6 +380,8 @@ class BackchannelStart(StartStrategy[BackchannelState]):
         return s, NOTHING
 
     def on_turn_started(self, state: BackchannelState, now: float) -> tuple[BackchannelState, Effects]:
+        # A pause outlives a turn another strategy opened: its interruption drops the paused speech, and
+        # when it has none, the bound resumes it (a resume here would play a moment before that interruption).
         return state._replace(turn_open=True, holding=False, finals="", guess=""), _TIMERS
 
     def on_turn_stopped(self, state: BackchannelState, now: float) -> tuple[BackchannelState, Effects]:

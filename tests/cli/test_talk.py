@@ -68,7 +68,11 @@ def test_eval_scores_a_backchannel_set() -> None:
     assert (off["continuers"], off["interruptions"]) == (4, 1)
     assert off["continuers_kept"] == 0 and off["interruptions_caught"] == 1  # every sound interrupts
     assert on["continuers_kept"] == 4 and on["interruptions_caught"] == 1
-    assert on["barge_in_p50"] >= off["barge_in_p50"]  # held until its words showed it is no continuer
+    # the bot's audio stops (paused) at the same VAD start that interrupts it without backchannels; the
+    # interruption itself waits until the words show it is no continuer
+    assert on["barge_in_p50"] == off["barge_in_p50"] == off["interruption_p50"]
+    assert on["interruption_p50"] > on["barge_in_p50"]
+    assert on["continuers_paused"] == 4 and on["gap_p50"] > 0
     text = run_cli("eval", str(folder), "--stop", "speech-timeout", "--interim-lag", "0.2")
     assert "with BackchannelStart: continuers kept 4/4 (100%)" in text.out
 
@@ -83,6 +87,10 @@ def test_serve_builds_the_talk_options() -> None:
     described = options.describe()
     assert described["speculate"] and described["backchannels"] and described["classifier"] == "rules"
     assert "speculate" not in ServeOptions(stt="none", tts="paced", stop="speech-timeout").describe()
+    assert start[0].pause and "backchannel_pause" not in described  # the bot pauses for held speech by default
+    talking = ServeOptions(stt="none", tts="paced", stop="speech-timeout", backchannels=True, backchannel_pause=False)
+    assert not talking.turns(SpeechTimeoutStop()).chains()[0][0].pause  # type: ignore[attr-defined]
+    assert talking.describe()["backchannel_pause"] is False
 
 
 def test_serve_refuses_a_model_classifier_without_a_model(monkeypatch: pytest.MonkeyPatch) -> None:

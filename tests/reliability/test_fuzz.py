@@ -95,6 +95,8 @@ def frame_makers(ctx: LLMContext, i: int) -> dict[str, Callable[[], Any]]:
         "bot_start": F.BotStartedSpeakingFrame,
         "bot_stop": F.BotStoppedSpeakingFrame,
         "bot_speaking": F.BotSpeakingFrame,
+        "bot_pause": F.BotSpeechPauseFrame,
+        "bot_resume": F.BotSpeechResumeFrame,
         "audio_in": lambda: F.InputAudioRawFrame(b"\x10\x00" * 160),
         "audio_out": lambda: F.OutputAudioRawFrame(b"\x00\x00" * 240),
         "text": lambda: F.TextFrame(f" x{i}"),

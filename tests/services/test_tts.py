@@ -12,6 +12,8 @@ from rxvoice.aggregators import Pair
 from rxvoice.errors import ConfigurationError, ServiceError
 from rxvoice.frames import (
     AggregatedTextFrame,
+    BotSpeechPauseFrame,
+    BotSpeechResumeFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     EndFrame,
@@ -223,3 +225,50 @@ def test_the_input_completing_without_an_end_frame_flushes_and_speaks_the_rest()
     assert [f.text for _, f in rec.of_type(TTSTextFrame)] == ["Half", "a", "sentence"]
     assert _kinds(rec)[-3:] == ["TTSStoppedFrame", "BotStoppedSpeakingFrame", "COMPLETED"]
 
+
+
+def test_a_pause_stops_the_speech_at_once_and_a_resume_plays_on_from_there() -> None:
+    """Paused at 0.7 s for 0.8 s: no word or audio in the pause, the rest 0.8 s later, no bot notice."""
+    m = FrameMarbles()
+    tts = PacedTextTTS(words_per_minute=120)
+    items = [*RESPONSE, (0.7, BotSpeechPauseFrame()), (1.5, BotSpeechResumeFrame())]
+    rec = m.run(tts, items, until=6)
+    words = [(t, f.text) for t, f in rec.of_type(TTSTextFrame)]
+    assert words == [(20, "Hello"), (520, "there."), (1820, "How"), (2320, "are"), (2820, "you?")]
+    assert not any(700 < t < 1500 for t, f in rec.down if isinstance(f, OutputAudioRawFrame | TTSTextFrame))
+    assert [(t, type(f).__name__) for t, f in rec.up] == [(20, "BotStartedSpeakingFrame"),
+                                                          (3320, "BotStoppedSpeakingFrame")]
+    assert [t for t, _ in rec.of_type((BotSpeechPauseFrame, BotSpeechResumeFrame))] == [700, 1500]
+
+
+def test_an_interruption_in_a_pause_drops_the_rest_and_a_late_resume_is_harmless() -> None:
+    m = FrameMarbles()
+    tts = PacedTextTTS(words_per_minute=120)
+    items = [*RESPONSE, (0.7, BotSpeechPauseFrame()), (1.0, InterruptionFrame()), (1.2, BotSpeechResumeFrame())]
+    rec = m.run(tts, items, until=6)
+    assert [f.text for _, f in rec.of_type(TTSTextFrame)] == ["Hello", "there."]
+    assert [(t, type(f).__name__) for t, f in rec.up] == [(20, "BotStartedSpeakingFrame"),
+                                                          (1000, "BotStoppedSpeakingFrame")]
+    # the next reply is not held by the pause that ended
+    again = [*items, (2.0, TTSSpeakFrame("Okay."))]
+    rec = FrameMarbles().run(PacedTextTTS(words_per_minute=120), again, until=6)
+    assert [(t, f.text) for t, f in rec.of_type(TTSTextFrame)][-1] == (2000, "Okay.")
+
+
+def test_a_pause_while_the_bot_is_quiet_holds_nothing() -> None:
+    m = FrameMarbles()
+    items = [(0.0, BotSpeechPauseFrame()), (0.5, TTSSpeakFrame("Hello there."))]
+    rec = m.run(PacedTextTTS(words_per_minute=120), items, until=3)
+    assert [(t, f.text) for t, f in rec.of_type(TTSTextFrame)] == [(500, "Hello"), (1000, "there.")]
+
+
+def test_a_pause_between_two_sentences_holds_the_next_one() -> None:
+    """Paused 10 ms before "Hello there." ends (2 s): "How are you?" starts 10 ms after the resume (2.5 s),
+    0.51 s later than without the pause (2.0 s)."""
+    m = FrameMarbles()
+    tts = ToneTTS(offload=inline_offload)
+    items = [(0.0, TTSSpeakFrame("Hello there.")), (0.01, TTSSpeakFrame("How are you?")),
+             (1.99, BotSpeechPauseFrame()), (2.5, BotSpeechResumeFrame())]
+    rec = m.run(tts, items, until=8)
+    words = [(t, f.text) for t, f in rec.of_type(TTSTextFrame)]
+    assert words == [(0, "Hello"), (923, "there."), (2510, "How"), (3433, "are"), (4356, "you?")]

@@ -236,3 +236,22 @@ def test_the_transport_refuses_bad_limits() -> None:
     with pytest.raises(ConfigurationError):
         Limits(messages_per_second=0)
     assert WebSocketAudioTransport.__init__ is not None
+
+
+def test_the_output_tells_the_client_to_pause_resume_and_stop_the_bot_s_voice() -> None:
+    """A pause, a resume and an interruption each become their message to the client, in order, and pass on."""
+    from rxvoice.frames import BotSpeechPauseFrame, BotSpeechResumeFrame, InterruptionFrame
+    from rxvoice.testing import FrameMarbles
+
+    sent: list[dict[str, Any]] = []
+
+    class Recorder(WebSocketAudioTransport):
+        def send(self, event: dict[str, Any]) -> None:
+            sent.append(event)
+
+    transport = Recorder(None)  # type: ignore[arg-type]  # the output only sends: no socket needed
+    items = [(0.0, BotSpeechPauseFrame()), (0.1, BotSpeechResumeFrame()), (0.2, BotSpeechPauseFrame()),
+             (0.3, InterruptionFrame())]
+    rec = FrameMarbles().run(transport.output(), items, until=1)
+    assert [e["type"] for e in sent] == ["pause", "resume", "pause", "interrupt"]
+    assert len(rec.down_frames()) == 4

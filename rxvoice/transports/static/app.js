@@ -15,7 +15,7 @@ const state = {
   turns: [],            // {t, kind: "start"|"end", reason}
   chunks: [],           // Int16Array chunks sent (the session's recording)
   segments: [],         // {text, start, end, turn_end}
-  playhead: 0, sources: new Set(),
+  playhead: 0, sources: new Set(), paused: null,
   counts: { turnEnds: 0, botTurns: 0, botSpoke: 0, verdicts: 0, finals: 0, errors: 0 },
 };
 window.rxvoice = state; // for people poking around (and the browser test)
@@ -151,6 +151,8 @@ function onEvent(ev) {
       break;
     }
     case "interrupt": stopPlayback(); break;
+    case "pause": pausePlayback(); break;
+    case "resume": resumePlayback(); break;
     case "context": showConversation(ev.messages); break;
     case "fallback":
       state.counts.fallbacks = (state.counts.fallbacks || 0) + 1;
@@ -190,20 +192,48 @@ function play(buffer) {
   const audio = ctx.createBuffer(1, pcm.length, rate);
   const out = audio.getChannelData(0);
   for (let i = 0; i < pcm.length; i++) out[i] = pcm[i] / 32768;
+  if (state.paused) { state.paused.push({ audio, offset: 0 }); return; }  // held until the resume
+  schedule(audio, 0);
+}
+
+function schedule(audio, offset) {
+  const ctx = state.ctx;
   const src = ctx.createBufferSource();
   src.buffer = audio;
   src.connect(ctx.destination);
   const at = Math.max(ctx.currentTime + 0.02, state.playhead);
-  src.start(at);
-  state.playhead = at + audio.duration;
-  state.sources.add(src);
-  src.onended = () => state.sources.delete(src);
+  src.start(at, offset);
+  state.playhead = at + audio.duration - offset;
+  const item = { src, audio, at, offset };
+  state.sources.add(item);
+  src.onended = () => state.sources.delete(item);
 }
 
 function stopPlayback() {
-  for (const src of state.sources) { try { src.stop(); } catch (_) { /* already stopped */ } }
+  for (const { src } of state.sources) { try { src.stop(); } catch (_) { /* already stopped */ } }
   state.sources.clear();
   state.playhead = 0;
+  state.paused = null;
+}
+
+// The user began to speak over the bot: silence it now, keeping what is left (the server resumes or interrupts).
+function pausePlayback() {
+  if (!state.ctx || state.paused) return;
+  const now = state.ctx.currentTime;
+  const left = [...state.sources].sort((a, b) => a.at - b.at)
+    .filter(({ at, audio, offset }) => at + audio.duration - offset > now)
+    .map(({ at, audio, offset }) => ({ audio, offset: offset + Math.max(0, now - at) }));
+  stopPlayback();
+  state.paused = left;
+  log("the bot pauses (is it a backchannel?)");
+}
+
+function resumePlayback() {
+  const left = state.paused;
+  if (!left) return;
+  state.paused = null;
+  for (const { audio, offset } of left) schedule(audio, offset);
+  log("the bot goes on");
 }
 
 // -- drawing ----------------------------------------------------------------------------------------------
