@@ -33,9 +33,16 @@ per active session, and, measured before the load, the memory and CPU of an
 idle connection (``--idle`` connections opened and left silent for a second, less the server's own CPU over
 as long with no connection).
 
-``--inference`` and ``--workers`` are passed to the server; ``--reconnect``
+Also per N: the VAD's stop event and each final's arrival after the end of its speech (``VAD stop``,
+``words``: where a server-side STT's time goes).
+
+``--inference``, ``--workers`` and ``--stop`` are passed to the server (``--stop speech-timeout``, a fixed
+silence, shows the server's capacity apart from the recommended stop's own wait); ``--reconnect``
 runs each N twice, the second time with one more client reconnecting in a
-loop, and prints how far that moved the other sessions' p99.
+loop, and prints how far that moved the other sessions' p99. ``--backend-latency`` runs no server: the
+Smart Turn questions of N sessions on the call's schedule go to the in-process backend and to a local
+Ray Serve deployment in turn (runs alternating; Ray started on loopback and stopped at the end), and it
+prints what Ray Serve adds to a verdict at p50 and p99.
 
 The last line is ``n=N held=H p50_s=… p90_s=… p99_s=… rss_idle_mb=… lag_p50_s=…
 lag_p90_s=… lag_p99_s=… cpu=… asks_per_call=…`` for the last configuration. Exact commands
@@ -44,6 +51,7 @@ for the figures are in benchmarks/README.md.
     python benchmarks/serve.py --n 8 16 24 --stt replay --runs 3
     python benchmarks/serve.py --n 4 --stt pocketsphinx
     python benchmarks/serve.py --n 24 --stt replay --inference ray
+    python benchmarks/serve.py --backend-latency --n 24 --runs 3
 """
 
 from __future__ import annotations
