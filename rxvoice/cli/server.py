@@ -319,7 +319,7 @@ async def serve_forever(
 
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
-    gc.freeze()  # the modules and models loaded so far are never walked again by a full collection (see below)
+    gc.freeze()  # the modules and models loaded so far are never walked again by a full collection
     loop = asyncio.get_running_loop()
     assert runner.server is not None
     server = await loop.create_server(runner.server, sock=sock, ssl=tls,
