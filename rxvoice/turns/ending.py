@@ -44,6 +44,7 @@ __all__ = [
     "TrigramWordsEnd",
     "WordsEnd",
     "WordsEndModel",
+    "contracted",
     "default_words_end",
     "plain_words",
     "pocketsphinx_lm_path",
@@ -86,6 +87,42 @@ def plain_words(text: str) -> list[str]:
     """The words of ``text`` as the signal reads them: NFKC, lower case, no punctuation, no tags."""
     clean = _TAG.sub(" ", unicodedata.normalize("NFKC", text))
     return [w.replace("’", "'").lower() for w in _WORD.findall(clean)]
+
+
+_CONTRACTIONS: dict[tuple[str, str], str] = {
+    **{(subject, "is"): f"{subject}'s" for subject in (
+        "that", "it", "what", "there", "here", "he", "she", "who", "where", "how", "when", "why", "this")},
+    **{(subject, "are"): f"{subject}'re" for subject in ("you", "we", "they", "what", "who")},
+    **{(subject, "will"): f"{subject}'ll" for subject in ("i", "you", "we", "they", "it", "that", "he", "she")},
+    **{(subject, "would"): f"{subject}'d" for subject in ("i", "you", "we", "they", "he", "she")},
+    **{(subject, "have"): f"{subject}'ve" for subject in ("i", "you", "we", "they")},
+    ("i", "am"): "i'm", ("let", "us"): "let's",
+    ("do", "not"): "don't", ("does", "not"): "doesn't", ("did", "not"): "didn't", ("is", "not"): "isn't",
+    ("are", "not"): "aren't", ("was", "not"): "wasn't", ("can", "not"): "can't", ("will", "not"): "won't",
+    ("would", "not"): "wouldn't", ("could", "not"): "couldn't", ("should", "not"): "shouldn't",
+    ("have", "not"): "haven't", ("has", "not"): "hasn't",
+}
+
+
+def contracted(words: Sequence[str]) -> list[str]:
+    """``words`` with a subject and its verb (or a verb and "not") joined as speech is written ("that is" →
+    "that's", "do not" → "don't", "cannot" → "can't").
+
+    Speech-to-text services spell the same sounds either way; the language model reads conversation,
+    where the contracted form is the common one ("thanks that is all" reads as going on, "thanks
+    that's all" as an end), so both spellings are judged as the contracted one.
+    """
+    out: list[str] = []
+    for word in words:
+        if word == "cannot":
+            out.append("can't")
+            continue
+        joined = _CONTRACTIONS.get((out[-1], word)) if out else None
+        if joined is None:
+            out.append(word)
+        else:
+            out[-1] = joined
+    return out
 
 
 def _latin(word: str) -> bool:
@@ -249,7 +286,7 @@ class TrigramWordsEnd:
         weight = _confidence(confidence)
         if words[-1] in FILLERS:  # a closed class the dialogue corpus lacks: the speaker is thinking
             return WordsEnd(0.05, weight, f"a filler at the end ({words[-1]!r})")
-        p = self.probability(words)
+        p = self.probability(contracted(words))
         return WordsEnd(p, weight, f"words end p={p:.2f}" + ("" if weight == 1.0 else f" (confidence {weight:.2f})"))
 
 

@@ -11,6 +11,7 @@ from rxvoice.turns.ending import (
     RulesWordsEnd,
     TrigramWordsEnd,
     WordsEnd,
+    contracted,
     default_words_end,
     plain_words,
     pocketsphinx_lm_path,
@@ -49,6 +50,24 @@ def test_unfinished_words_are_less_likely_an_end_than_finished_ones(
 def test_a_full_stop_after_every_final_changes_nothing(trigram: TrigramWordsEnd, text: str) -> None:
     assert trigram.judge(text.capitalize() + ".") == trigram.judge(text)
     assert trigram.judge(text.upper() + "?") == trigram.judge(text)
+
+
+@pytest.mark.parametrize(("spelled", "joined"), [
+    ("thanks that is all", "thanks that's all"),
+    ("i am", "i'm"),
+    ("no i do not", "no i don't"),
+    ("i cannot", "i can't"),
+    ("it is what it is", "it's what it's"),
+])
+def test_either_spelling_of_a_contraction_reads_alike(trigram: TrigramWordsEnd, spelled: str, joined: str) -> None:
+    assert contracted(spelled.split()) == joined.split()
+    assert trigram.judge(spelled) == trigram.judge(joined)
+
+
+def test_a_closing_spelled_out_reads_as_an_end(trigram: TrigramWordsEnd) -> None:
+    assert trigram.judge("thanks that is all").probability > 0.5
+    assert trigram.judge("what is").probability < 0.5 and trigram.judge("i am").probability < 0.5
+    assert contracted(["is", "it"]) == ["is", "it"] and contracted([]) == []
 
 
 def test_a_trailing_filler_says_more_is_coming(trigram: TrigramWordsEnd) -> None:
