@@ -19,6 +19,7 @@ a clear error at start, not a hang). Needs ``pip install 'rxvoice[ray]'``.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import socket
@@ -47,7 +48,7 @@ def _serve() -> Any:
 
 
 def inference_app(model: str | None = None, *, stt: str | None = None, max_batch: int = 32,
-                  batch_wait: float = 0.005, replicas: int = 1) -> Any:
+                  batch_wait: float = 0.005, replicas: int = 1, concurrent_batches: int = 2) -> Any:
     """The Serve application (``serve.run(inference_app(...), name=APP_NAME, route_prefix=None)``).
 
     Args:
@@ -57,6 +58,8 @@ def inference_app(model: str | None = None, *, stt: str | None = None, max_batch
         max_batch: Serve's ``max_batch_size`` for Smart Turn windows.
         batch_wait: Serve's ``batch_wait_timeout_s``: how long a batch waits to fill.
         replicas: Smart Turn replicas (one core each).
+        concurrent_batches: Batches one replica judges at once (Serve's ``max_concurrent_batches``), each on a
+            thread of its own.
     """
     serve = _serve()
     if stt is not None and stt not in STT_ENGINES:
@@ -68,9 +71,12 @@ def inference_app(model: str | None = None, *, stt: str | None = None, max_batch
 
             self.analyzer = SmartTurnAnalyzer(model)
 
-        @serve.batch(max_batch_size=max_batch, batch_wait_timeout_s=batch_wait)  # type: ignore[untyped-decorator]
+        @serve.batch(max_batch_size=max_batch, batch_wait_timeout_s=batch_wait,  # type: ignore[untyped-decorator]
+                     max_concurrent_batches=concurrent_batches)
         async def judge(self, windows: list[Float32Array]) -> list[float]:
-            return list(self.analyzer.probabilities(windows))
+            # On a thread (onnxruntime releases the GIL): the replica's loop keeps taking windows meanwhile, and
+            # the next batch need not wait for this one (a window that came just after a batch started did).
+            return list(await asyncio.to_thread(self.analyzer.probabilities, windows))
 
     class Recognizer:
         def __init__(self) -> None:
