@@ -51,6 +51,14 @@ class ContainedBehaviorSubject(BehaviorSubject[_T]):
         super().__init__(value)
         self.what = what
 
+    def put(self, value: _T) -> None:
+        """``on_next``, with nobody subscribed only the value stored (no observer layers to go through)."""
+        with self.lock:
+            if not self.observers and not self.is_stopped and not self.is_disposed:
+                self.value = value
+                return
+        self.on_next(value)
+
     def _on_next_core(self, value: _T) -> None:
         with self.lock:
             observers = self.observers.copy()

@@ -172,8 +172,8 @@ class _UserSession(TurnShell):
 
     def _table(self) -> dict[type[Frame], Handler]:
         """Who handles each frame type: built once (again when a recommendation swaps the strategies)."""
-        # The turn's frames go straight into the machine's one entry (``feed``): one call less a frame.
-        table: dict[type[Frame], Handler] = {t: self.feed for t in self.handled}
+        # The turn's frames go straight into the machine's decision (``decide``): no hop, no sorting.
+        table: dict[type[Frame], Handler] = {t: self.decide for t in self.handled}
         table.update({
             StartFrame: self._start, EndFrame: self._end, CancelFrame: self._end, LLMRunFrame: self._run,
             LLMMessagesAppendFrame: self._messages, LLMMessagesUpdateFrame: self._messages,
@@ -226,7 +226,7 @@ class _UserSession(TurnShell):
     def _audio(self, frame: Frame, direction: Direction) -> None:
         heard = True
         if type(frame) in self.handled:
-            heard = self.feed(frame, direction)
+            heard = self.decide(frame, direction)
         else:
             self.emit(frame, direction)
         if heard and self.vad is not None:  # muted audio never reaches the analyzer

@@ -17,7 +17,6 @@ from typing import Any
 
 import reactivex
 from reactivex import abc as rx_abc
-from reactivex.subject import BehaviorSubject
 
 from .._subjects import ContainedBehaviorSubject
 from ..errors import InvalidMessageError, InvalidToolCallError
@@ -142,7 +141,7 @@ class LLMContext:
         snapshot = ContextSnapshot(
             _frozen_messages(messages or ()), normalize_tools(tools), check_tool_choice(tool_choice)
         )
-        self._subject: BehaviorSubject[ContextSnapshot] = ContainedBehaviorSubject(snapshot, "an LLMContext")
+        self._subject: ContainedBehaviorSubject[ContextSnapshot] = ContainedBehaviorSubject(snapshot, "an LLMContext")
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -206,7 +205,7 @@ class LLMContext:
                 return current
             # Stamp the version without building a second snapshot.
             object.__setattr__(new, "version", current.version + 1)
-            self._subject.on_next(new)
+            self._subject.put(new)
             return new
 
     # -- writes ------------------------------------------------------------
@@ -220,7 +219,7 @@ class LLMContext:
         with self._lock:
             s = self._subject.value
             new = ContextSnapshot(s.messages.appended(message), s.tools, s.tool_choice, s.version + 1)
-            self._subject.on_next(new)
+            self._subject.put(new)
 
     def add_messages(self, messages: Iterable[Mapping[str, Any] | LLMSpecificMessage]) -> None:
         """Append several messages in one write; none is written if any is invalid."""

@@ -53,13 +53,18 @@ class Deadlines(Generic[K]):
         fire: Called with the timer's key and the session time when a deadline passes.
     """
 
-    __slots__ = ("_fire", "_port", "_timers", "closed")
+    __slots__ = ("_fire", "_port", "_time", "_timers", "closed", "find")
 
     def __init__(self, port: Clock, fire: Callable[[K, float], None]) -> None:
         self._port = port
         self._fire = fire
+        clock = getattr(port, "clock", None)  # a session's fastest way to read its time, when it offers one
+        self._time: Callable[[], float] = clock if callable(clock) else port.time
         self._timers: dict[K, _Deadline] = {}
         self.closed = False
+        self.find: Callable[[K], _Deadline | None] = self._timers.get
+        """The deadline of a key, if it ever had one (``find(key).due = None`` disarms it: :meth:`disarm` inlined
+        by a caller that disarms on nearly every decision)."""
 
     def arm(self, key: K, delay: float, now: float) -> None:
         """Fire ``key`` ``delay`` seconds after ``now`` (re-arming moves the deadline)."""
@@ -97,7 +102,7 @@ class Deadlines(Generic[K]):
             deadline = timer.due
             if deadline is None or self.closed:
                 return
-            now = self._port.time()
+            now = self._time()
             if now < deadline - _RESOLUTION:
                 self._schedule(key, timer, deadline - now, deadline)
                 return
@@ -109,8 +114,9 @@ class Deadlines(Generic[K]):
 
     def cancel_all(self) -> None:
         """Disarm every timer and cancel their firings (the session is ending)."""
-        timers, self._timers = self._timers, {}
-        for timer in timers.values():
+        timers = list(self._timers.values())
+        self._timers.clear()  # the same dict: :attr:`find` stays bound to it
+        for timer in timers:
             timer.due = None
             if timer.handle is not None:
                 timer.handle.dispose()

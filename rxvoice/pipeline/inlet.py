@@ -79,3 +79,6 @@ class Inlet(Feed, abc.ObserverBase[Frame]):
             super()._bind()
         else:  # ended: a sink that detaches later must not open the way again
             self.emit = _ended
+        if type(self).on_next is Inlet.on_next:  # a subclass's own on_next stays
+            # ``on_next`` is what is connected now, called directly (a pipeline's door): no call of its own.
+            self.on_next = self.emit  # type: ignore[method-assign,assignment]

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
+from reactivex.observer.autodetachobserver import AutoDetachObserver
 
 from ..frames import Frame
 
@@ -41,8 +42,29 @@ class Sink(NamedTuple):
 
 
 def _guarded(
-    on_next: Callable[[Frame], None], owner: str, report: Callable[[Exception, Frame], None] | None
+    on_next: Callable[[Frame], None], owner: str, report: Callable[[Exception, Frame], None] | None,
+    observer: Any = None,
 ) -> Callable[[Frame], None]:
+    if type(observer) is AutoDetachObserver:
+        # What ``Observable.subscribe`` wraps a subscriber in: its own rule (nothing once it stopped: ended,
+        # failed or disposed) checked here, and the subscriber called directly, one call less a frame.
+        subscriber = observer._on_next
+
+        def deliver(frame: Frame) -> None:
+            if observer.is_stopped:
+                return
+            try:
+                subscriber(frame)
+            except Exception as exc:  # a subscriber's failure is not the stage's
+                log.exception("a subscriber of %s raised on %s; contained", owner, type(frame).__name__)
+                if report is not None:
+                    try:
+                        report(exc, frame)
+                    except Exception:
+                        log.exception("reporting a subscriber's failure failed")
+
+        return deliver
+
     def emit(frame: Frame) -> None:
         try:
             on_next(frame)
@@ -74,7 +96,8 @@ class FrameSource(Observable[Frame]):
     def _subscribe_core(
         self, observer: abc.ObserverBase[Frame], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        sink = Sink(_guarded(observer.on_next, self.owner, self.report), observer.on_error, observer.on_completed)
+        emit = _guarded(observer.on_next, self.owner, self.report, observer)
+        sink = Sink(emit, observer.on_error, observer.on_completed)
         return self.connect_raw(sink, scheduler)
 
 

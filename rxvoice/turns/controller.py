@@ -80,7 +80,18 @@ class TurnController:
         """Whether a start strategy turns proposed starts into turns (so they are not passed on)."""
         self.resolves_proposed_stops = any(s.resolves_proposals for s in self.stop)
         """Whether a stop strategy turns proposed stops into turn ends."""
+        self.told: dict[str, tuple[tuple[int, Strategy[Any]], ...]] = {
+            hook: tuple((i, s) for i, s in enumerate(self.strategies) if _overrides(s, hook))
+            for hook in ("on_turn_started", "on_turn_stopped", "on_turn_resumed")
+        }
+        """For each turn hook, the strategies that answer it (the others keep :class:`Strategy`'s "nothing")."""
 
     def initial(self) -> list[Any]:
         """Each strategy's state for a new session."""
         return [s.initial() for s in self.strategies]
+
+
+def _overrides(strategy: Strategy[Any], hook: str) -> bool:
+    """Whether ``strategy`` answers ``hook`` with more than the base class's unchanged state and no effects."""
+    own = getattr(strategy, "__dict__", ())
+    return getattr(type(strategy), hook, None) is not getattr(Strategy, hook) or hook in own

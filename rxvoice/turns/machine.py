@@ -278,24 +278,22 @@ class TurnMachine:
         # :meth:`_decision`, written out: this runs for every frame the turn decides on.
         s.deciding = True
         try:
-            heard = self._one_frame(s, frame, direction, now)
+            t = type(frame)
+            if self.mute and self._mute(s, frame, t, now):
+                heard = False
+            else:
+                heard = True
+                start_ok = self._frame(s, frame, t, direction, now)
+                if t in s.controller.handled_types:
+                    self._decide(s, frame, now, start_ok)
+                if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
+                    # A turn announced elsewhere that no strategy here takes: the stage that announced it answers.
+                    self._idle(s, frame, now, answered=t is UserStoppedSpeakingFrame)
         finally:
             s.deciding = False
         if s.later:
             s.settle(now)
         return heard
-
-    def _one_frame(self, s: TurnState, frame: Frame, direction: Direction, now: float) -> bool:
-        t = type(frame)
-        if self.mute and self._mute(s, frame, t, now):
-            return False
-        start_ok = self._frame(s, frame, t, direction, now)
-        if t in s.controller.handled_types:
-            self._decide(s, frame, now, start_ok)
-        if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
-            # A turn announced elsewhere that no strategy here takes: the stage that announced it answers it.
-            self._idle(s, frame, now, answered=t is UserStoppedSpeakingFrame)
-        return True
 
     def sees(self, s: TurnState, frame: Frame, now: float) -> None:
         """A frame the stage passed on itself (the detector's audio): the strategies see it, nothing is sent."""
@@ -352,11 +350,11 @@ class TurnMachine:
     def _frame(self, s: TurnState, frame: Frame, t: type[Frame], direction: Direction, now: float) -> bool:
         """Note what the frame says about the speakers; pass it on. Returns whether it may open a turn."""
         if t is TranscriptionFrame:
-            start_ok = self._may_start(s, now)
+            start_ok = may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
             s.words.transcript(frame, direction, not start_ok, now)  # type: ignore[arg-type]
             return start_ok
         if t is InterimTranscriptionFrame:
-            start_ok = self._may_start(s, now)
+            start_ok = may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
             s.words.interim(frame, direction)  # type: ignore[arg-type]
             return start_ok
         port = s.port
@@ -392,10 +390,6 @@ class TurnMachine:
         port.emit(frame, direction)
         return True
 
-    def _may_start(self, s: TurnState, now: float) -> bool:
-        """The late-tail rule (:mod:`rxvoice.turns.late_tail`): may a transcript arriving now open a turn?"""
-        return may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
-
     def _use(self, s: TurnState, controller: TurnController, now: float) -> None:
         """Run a recommended controller: the turn and the user's speech carry over, the strategies start fresh."""
         s.port.use(controller)
@@ -416,7 +410,10 @@ class TurnMachine:
                 s.speaking = True
             elif t in SPEAKING_OFF:
                 s.speaking = False
-            self.touch(s, now)
+            s.last_activity = now  # :meth:`touch`, written out: every activity frame
+            if not s.watchdog_armed:
+                s.watchdog_armed = True
+                s.port.arm(WATCHDOG, _WATCHDOG_KEY, controller.stop_timeout)
         start_ids, stop_ids = controller.routes.get(t, _NO_ROUTE)
         strategies = controller.strategies
         states = s.states
@@ -435,7 +432,7 @@ class TurnMachine:
     def _tell(self, s: TurnState, hook: str, now: float, *args: Any) -> None:
         """Tell every strategy what happened to the turn (``on_turn_started``, ``..._stopped``, ``..._resumed``)."""
         states = s.states
-        for i, strategy in enumerate(s.controller.strategies):
+        for i, strategy in s.controller.told[hook]:  # those that answer it: the others change nothing
             states[i], effects = getattr(strategy, hook)(states[i], *args, now)
             if effects:
                 apply_effects(self, s, i, strategy, effects, now)
