@@ -30,11 +30,19 @@ inference backend adds shows here), the Smart Turn questions asked per call
 (answered or fallen back), fallbacks, the server's CPU (its process tree: the
 workers, a process pool, a local Ray instance), its memory
 per active session, and, measured before the load, the memory and CPU of an
-idle connection (``--idle`` connections opened and left silent).
+idle connection (``--idle`` connections opened and left silent for a second, less the server's own CPU over
+as long with no connection).
 
-``--inference`` and ``--workers`` are passed to the server; ``--reconnect``
+Also per N: the VAD's stop event and each final's arrival after the end of its speech (``VAD stop``,
+``words``: where a server-side STT's time goes).
+
+``--inference``, ``--workers`` and ``--stop`` are passed to the server (``--stop speech-timeout``, a fixed
+silence, shows the server's capacity apart from the recommended stop's own wait); ``--reconnect``
 runs each N twice, the second time with one more client reconnecting in a
-loop, and prints how far that moved the other sessions' p99.
+loop, and prints how far that moved the other sessions' p99. ``--backend-latency`` runs no server: the
+Smart Turn questions of N sessions on the call's schedule go to the in-process backend and to a local
+Ray Serve deployment in turn (runs alternating; Ray started on loopback and stopped at the end), and it
+prints what Ray Serve adds to a verdict at p50 and p99.
 
 The last line is ``n=N held=H p50_s=… p90_s=… p99_s=… rss_idle_mb=… lag_p50_s=…
 lag_p90_s=… lag_p99_s=… cpu=… asks_per_call=…`` for the last configuration. Exact commands
@@ -43,6 +51,7 @@ for the figures are in benchmarks/README.md.
     python benchmarks/serve.py --n 8 16 24 --stt replay --runs 3
     python benchmarks/serve.py --n 4 --stt pocketsphinx
     python benchmarks/serve.py --n 24 --stt replay --inference ray
+    python benchmarks/serve.py --backend-latency --n 24 --runs 3
 """
 
 from __future__ import annotations
@@ -105,7 +114,7 @@ def words_of(text: str) -> str:
 
 def start_server(args: argparse.Namespace, stt: str) -> tuple[subprocess.Popen[str], int]:
     command = [sys.executable, "-m", "rxvoice.cli", "serve", "--port", "0", "--stt", SERVER_STT[stt],
-               "--tts", "paced", "--stop", "smart-turn", "--max-sessions", "1000", "--inference", args.inference,
+               "--tts", "paced", "--stop", args.stop, "--max-sessions", "1000", "--inference", args.inference,
                "--workers", str(args.workers)]
     if args.model:
         command += ["--model", args.model]
@@ -163,12 +172,16 @@ class Session:
     lags: list[float | None] = field(default_factory=list)
     verdicts_ms: list[float] = field(default_factory=list)
     fallbacks: int = 0
+    stops: list[float] = field(default_factory=list)  # end of speech → the VAD's stop event, per labeled end
+    words: list[float] = field(default_factory=list)  # each final's arrival after the end of its speech (server STT)
 
 
 async def client(port: int, call: Call, stt: str, delay: float, held_within: float) -> Session:
     """Stream the call; the decision latency of each labeled end (None: no turn end in its window)."""
     await asyncio.sleep(delay)
     got: list[tuple[float, float]] = []  # (when, the silence the deciding rule asked for)
+    vad_stops: list[float] = []
+    t0 = time.monotonic()  # reset when the audio starts
     result = Session()
     async with aiohttp.ClientSession() as http, http.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
         async def read() -> None:
@@ -183,6 +196,10 @@ async def client(port: int, call: Call, stt: str, delay: float, held_within: flo
                     result.verdicts_ms.append(float(event["ms"]))
                 elif kind == "fallback":
                     result.fallbacks += 1
+                elif kind == "vad" and not event.get("speaking"):
+                    vad_stops.append(time.monotonic())
+                elif kind == "final" and event.get("end") is not None:
+                    result.words.append(time.monotonic() - t0 - float(event["end"]))  # after its own speech
 
         reader = asyncio.create_task(read())
         audio = call.pcm + b"\0" * (3 * 32000)
@@ -205,6 +222,9 @@ async def client(port: int, call: Call, stt: str, delay: float, held_within: flo
         hits = [(g - t0 - end, need) for g, need in got if end - 0.3 <= g - t0 <= until + held_within]
         result.latencies.append(round(hits[0][0], 3) if hits else None)
         result.lags.append(round(hits[0][0] - max(floor, hits[0][1]), 3) if hits else None)
+        after = [g - t0 - end for g in vad_stops if end - 0.3 <= g - t0 <= until + held_within]
+        if after:
+            result.stops.append(after[0])
     return result
 
 
@@ -235,16 +255,24 @@ async def load(port: int, n: int, call: Call, stt: str, stagger: float, held_wit
 
 
 async def idle(port: int, m: int, pid: int) -> tuple[float, float]:
-    """Memory (MB) and CPU (ms) per idle connection: ``m`` opened and left silent for a second."""
-    async with aiohttp.ClientSession() as http:
+    """Memory (MB) and CPU (ms) per idle connection: ``m`` opened and left silent for a second, less what the
+    server spends with no connection over as long (its own timers and threads, measured just before). They come
+    from another loopback address (127.0.0.3): the server limits session starts per address (32 at once, then 4 a
+    second), and the calls that follow come from 127.0.0.1."""
+    connector = aiohttp.TCPConnector(local_addr=("127.0.0.3", 0))
+    async with aiohttp.ClientSession(connector=connector) as http:
         await asyncio.sleep(0.5)
-        rss0, cpu0 = rss_mb(pid), cpu_seconds(pid)
+        base_cpu, base_wall = cpu_seconds(pid), time.monotonic()
+        await asyncio.sleep(1.5)
+        rate = (cpu_seconds(pid) - base_cpu) / (time.monotonic() - base_wall)  # CPU-s a second, no connections
+        rss0, cpu0, wall0 = rss_mb(pid), cpu_seconds(pid), time.monotonic()
         sockets = [await http.ws_connect(f"http://127.0.0.1:{port}/ws") for _ in range(m)]
         await asyncio.sleep(1.0)
         rss1, cpu1 = rss_mb(pid), cpu_seconds(pid)
+        own = rate * (time.monotonic() - wall0)
         for ws in sockets:
             await ws.close()
-    return (rss1 - rss0) / m, 1000 * (cpu1 - cpu0) / m
+    return (rss1 - rss0) / m, 1000 * max(0.0, cpu1 - cpu0 - own) / m
 
 
 def pct(values: list[float], q: float) -> float:
@@ -269,6 +297,8 @@ class Run:
     cpu_idle_ms: float
     reconnects: int = 0
     refused: int = 0
+    stops: list[float] = field(default_factory=list)
+    words: list[float] = field(default_factory=list)
 
     @property
     def p(self) -> tuple[float, float, float]:
@@ -317,7 +347,102 @@ def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: b
     missed = sum(1 for s in sessions for x in s.latencies if x is None)
     verdicts = [v for s in sessions for v in s.verdicts_ms]
     return Run(n, held, values, lags, missed, verdicts, sum(s.fallbacks for s in sessions), cpu, (max(peak) - rss0) / n,
-               rss_idle_mb, cpu_idle_ms, reconnects, refused)
+               rss_idle_mb, cpu_idle_ms, reconnects, refused, [x for s in sessions for x in s.stops],
+               [x for s in sessions for x in s.words])
+
+
+# -- what an inference backend adds to a verdict (--backend-latency) ----------------------------------------------
+
+
+def verdict_windows(call: Call) -> list[tuple[float, Any]]:
+    """``(when the server asks, the window)`` for each pause of the call: the last 8 s of audio up to the end of
+    each segment, asked once its words are in (``REPLAY_DELAY`` after it), as the server asks Smart Turn."""
+    import numpy as np
+
+    samples = np.frombuffer(call.pcm, dtype="<i2").astype(np.float32) / 32768.0
+    out = []
+    for s in call.segments:
+        end = int(s["end"] * 16000)
+        out.append((s["end"] + REPLAY_DELAY, samples[max(0, end - 8 * 16000):end].copy()))
+    return out
+
+
+def backend_pass(backend: Any, n: int, asks: list[tuple[float, Any]], stagger: float) -> list[float]:
+    """Every session's Smart Turn questions on the call's schedule (session ``i`` starting ``i × stagger / n``
+    seconds in), each window sent to ``backend`` when its session asks: the ask → answer time of each, in ms."""
+    import threading
+
+    schedule = sorted((i * stagger / n + at, k) for i in range(n) for k, (at, _w) in enumerate(asks))
+    done: list[float] = []
+    lock = threading.Lock()
+    finished = threading.Event()
+    t0 = time.monotonic()
+    for at, k in schedule:
+        wait = t0 + at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # a real-time schedule: the real clock is the point
+        sent = time.monotonic()
+
+        def answered(_f: Any, sent: float = sent) -> None:
+            with lock:
+                done.append(1000 * (time.monotonic() - sent))
+                if len(done) == len(schedule):
+                    finished.set()
+
+        backend.turn_probabilities([asks[k][1]]).add_done_callback(answered)
+    if not finished.wait(60):
+        raise SystemExit(f"{backend!r}: {len(schedule) - len(done)} verdicts not answered within 60 s")
+    return done
+
+
+def backend_latency(args: argparse.Namespace, call: Call) -> None:
+    """Smart Turn verdicts of N sessions on one schedule, in process and on a local Ray Serve deployment, runs
+    alternating: what Ray Serve adds to a verdict, apart from the rest of the server (its sessions, VAD, words).
+    Ray is started on loopback (``--ray-cpus`` CPUs) and stopped at the end.
+
+    Each backend has the machine to itself during its run (sending every window to both at once made them
+    compete for the cores, and the in-process pool's four threads won over the one replica: that measured the
+    split of the CPU, not Ray). On a machine shared with other work the difference is the other work's noise:
+    measure it on a quiet one."""
+    import ray
+    from ray import serve
+
+    from rxvoice.inference import InProcessBackend, RayServeBackend
+
+    asks = verdict_windows(call)
+    model = args.model or None
+    print(f"# backend latency: Smart Turn verdicts of N sessions ({len(asks)} asks a call, starts over "
+          f"{args.stagger} s), in process vs Ray Serve on loopback; cores {len(os.sched_getaffinity(0))}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    ray.init(num_cpus=args.ray_cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+             configure_logging=False)
+    try:
+        backends = {"in-process": InProcessBackend(model), "ray": RayServeBackend(model=model)}
+        for b in backends.values():  # warm: the first calls load and compile
+            for _ in range(3):
+                b.turn_probabilities([asks[0][1]]).result(timeout=60)
+        print(f"{'backend':<11} {'N':>3} {'verdicts':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}")
+        added: dict[int, list[tuple[float, float]]] = {}
+        for n in args.n:
+            for _ in range(args.runs):
+                got = {}
+                for name, b in backends.items():
+                    ms = backend_pass(b, n, asks, args.stagger)
+                    got[name] = (pct(ms, 0.5), pct(ms, 0.99))
+                    print(f"{name:<11} {n:>3} {len(ms):>8} {pct(ms, 0.5):>7.1f} {pct(ms, 0.9):>7.1f} "
+                          f"{pct(ms, 0.99):>7.1f}", flush=True)
+                d50, d99 = got["ray"][0] - got["in-process"][0], got["ray"][1] - got["in-process"][1]
+                added.setdefault(n, []).append((d50, d99))
+                print(f"{'':<11} {n:>3} Ray Serve added p50 {d50:+.1f} ms, p99 {d99:+.1f} ms", flush=True)
+        for b in backends.values():
+            b.close()
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    for n, pairs in added.items():
+        p50s, p99s = sorted(p for p, _ in pairs), sorted(p for _, p in pairs)
+        print(f"n={n} runs={len(pairs)} added_p50_ms={p50s[len(p50s) // 2]:.1f} added_p99_ms={p99s[len(p99s) // 2]:.1f}"
+              f" added_p99_ms_min={p99s[0]:.1f} added_p99_ms_max={p99s[-1]:.1f}")
 
 
 def main() -> None:
@@ -335,22 +460,36 @@ def main() -> None:
                         help="a session is held when each of its turn ends is decided at most S seconds after the "
                              "moment the setup's own rule answers it (default 0.7: an end answered as soon as the "
                              "replayed words are in, 0.3 s after the speech, is then decided within 1.0 s)")
-    parser.add_argument("--idle", type=int, default=16, metavar="M", help="idle connections for the idle figures")
+    parser.add_argument("--idle", type=int, default=32, metavar="M",
+                        help="idle connections for the idle figures (default 32: the CPU is read in 10 ms ticks)")
     parser.add_argument("--inference", default="in-process", choices=["in-process", "process-pool", "ray"])
     parser.add_argument("--inference-processes", type=int, default=1)
     parser.add_argument("--ray-address")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--stop", default="smart-turn",
+                        help="the server's --stop (default smart-turn, the recommended stop; speech-timeout: a fixed "
+                             "silence, which shows the server's capacity apart from the recommended stop's own wait)")
     parser.add_argument("--reconnect", action="store_true",
                         help="run each N again with one client reconnecting in a loop; print the p99 it moved")
     parser.add_argument("--wav", type=Path, help="the call (a WAV with its .transcript.json; default: booking.wav)")
     parser.add_argument("--model", default=os.environ.get("RXVOICE_SMART_TURN_MODEL"))
+    parser.add_argument("--backend-latency", action="store_true",
+                        help="no server: the Smart Turn verdicts of N sessions on the call's schedule, in process and "
+                             "on Ray Serve (a local instance, stopped at the end), runs alternating; prints what Ray "
+                             "Serve adds to a verdict p50/p99")
+    parser.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance (--backend-latency)")
     args = parser.parse_args()
     call = load_call(args.wav or shared() / "audio" / "conversation" / "booking.wav")
-    print(f"# inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, held: lag within "
+    if args.backend_latency:
+        backend_latency(args, call)
+        return
+    print(f"# stop {args.stop}, inference {args.inference}, workers {args.workers}, stagger {args.stagger} s, "
+          f"held: lag within "
           f"{args.held_lag} s, cores {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'stt':<13} {'N':>3} {'held':>7} {'p50 s':>6} {'p90 s':>6} {'p99 s':>6} {'lag p50/p90/p99 s':>18} "
           f"{'verdict p50/p99 ms':>19} "
-          f"{'asks/call':>9} {'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11}")
+          f"{'asks/call':>9} {'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11} "
+          f"{'VAD stop p50/p90 s':>18} {'words p50/p90 s':>15}")
     last: Run | None = None
     for stt in args.stt:
         for n in args.n:
@@ -366,7 +505,9 @@ def main() -> None:
                           f"{l50:>6.2f}/{l90:.2f}/{l99:<5.2f} "
                           f"{pct(r.verdicts_ms, 0.5):>9.0f}/{pct(r.verdicts_ms, 0.99):<9.0f} "
                           f"{(len(r.verdicts_ms) + r.fallbacks) / n:>9.1f} {r.fallbacks:>9} "
-                          f"{r.cpu:>5.0%} {r.rss_active_mb:>9.1f} {r.rss_idle_mb:>8.2f} {r.cpu_idle_ms:>11.2f}{tag}",
+                          f"{r.cpu:>5.0%} {r.rss_active_mb:>9.1f} {r.rss_idle_mb:>8.2f} {r.cpu_idle_ms:>11.2f} "
+                          f"{pct(r.stops, 0.5):>9.2f}/{pct(r.stops, 0.9):<8.2f} "
+                          f"{pct(r.words, 0.5):>7.2f}/{pct(r.words, 0.9):<7.2f}{tag}",
                           flush=True)
                 if args.reconnect:
                     moved = 1000 * (runs[1].p[2] - runs[0].p[2])
@@ -379,7 +520,8 @@ def main() -> None:
         l50, l90, l99 = last.lag
         print(f"n={last.n} held={last.held} p50_s={p50:.3f} p90_s={p90:.3f} p99_s={p99:.3f} "
               f"rss_idle_mb={last.rss_idle_mb:.2f} lag_p50_s={l50:.3f} lag_p90_s={l90:.3f} lag_p99_s={l99:.3f} "
-              f"cpu={last.cpu:.2f} asks_per_call={(len(last.verdicts_ms) + last.fallbacks) / last.n:.1f}")
+              f"cpu={last.cpu:.2f} asks_per_call={(len(last.verdicts_ms) + last.fallbacks) / last.n:.1f} "
+              f"words_p90_s={pct(last.words, 0.9):.3f}")
 
 
 if __name__ == "__main__":

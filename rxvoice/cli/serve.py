@@ -35,7 +35,15 @@ from ..services.stt import pocketsphinx_available
 from ._common import MODEL_HELP, CLIError, need_module, port_number, positive_int
 from .serve_options import STT_CHOICES, TTS_CHOICES, ServeOptions
 from .serve_stack import make_app, reply_to
-from .server import INFERENCE_CHOICES, listen, loopback, self_signed_certificate, serve_forever, tls_context
+from .server import (
+    INFERENCE_CHOICES,
+    REUSE_PORT,
+    listen,
+    loopback,
+    self_signed_certificate,
+    serve_forever,
+    tls_context,
+)
 from .setups import DEFAULT_SETUP, FALLBACK_SETUP, setup_names, stop_help
 from .transcribe import default_stt, offline_stt
 from .turns import make_setup, seconds_between
@@ -236,7 +244,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print("note: browsers give a page the microphone only over https or on localhost: for another "
                   "machine use --self-signed (or --tls CERT KEY), or an SSH tunnel to 127.0.0.1", file=err)
     try:
-        sock = listen(host, args.port)
+        sock = listen(host, args.port, reuse_port=options.workers > 1 and REUSE_PORT)
     except OSError as exc:
         raise CLIError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from None
 

@@ -134,15 +134,16 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
     session makes its own (a test, one pipeline).
     """
     watch = PageWatch(transport, options)
-    setup = options.setup
-    params = setup.vad_params
+    setup = models.setup if models is not None else options.setup
+    params = models.vad_params if models is not None else setup.vad_params
 
     def analyzer() -> WatchedSilero:
         watch.analyzer = WatchedSilero(params)
         return watch.analyzer
 
     turn_analyzer = models.turn_analyzer(watch.fallback) if models is not None else None
-    stop = _stop_with(setup, turn_analyzer) if turn_analyzer is not None else stop_strategy(setup)
+    words_end = models.words_end if models is not None else None
+    stop = _stop_with(setup, turn_analyzer, words_end) if turn_analyzer is not None else stop_strategy(setup)
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
     pair = Pair(context, turns=options.turns(stop))
     user, assistant = pair.user(), pair.assistant()
@@ -162,7 +163,7 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
     transport.on_close(subscription.dispose)
     heard = (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, InterimTranscriptionFrame, TranscriptionFrame)
     spoken = (TTSTextFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame, InterruptionFrame)
-    transport.send({"type": "hello", "setup": options.describe()})
+    transport.send(models.hello if models is not None else {"type": "hello", "setup": options.describe()})
     vad = VADProcessor(analyzer, batcher=models.vad_batcher if models is not None else None)
     stt = models.stt(watch.fallback) if models is not None else None
     if stt is None:
@@ -175,12 +176,13 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
     )
 
 
-def _stop_with(setup: Setup, analyzer: Any) -> Any:
+def _stop_with(setup: Setup, analyzer: Any, words_end: Any = None) -> Any:
     """The setup's stop strategy judging with ``analyzer`` (a session's backend analyzer).
 
     The built-in Smart Turn setups are rebuilt on it; a setup registered later builds its own (in process).
     The recommended stop asks Smart Turn only when its verdict can move the answer (``ask_audio``): a
-    server of many sessions asks it a fraction as often as at every pause.
+    server of many sessions asks it a fraction as often as at every pause. ``words_end``: the words'
+    model the process shares (``None``: the default, loaded here).
     """
     from ..audio.recommended import recommended_turn_setup
     from ..turns import TurnAnalyzerStop
@@ -188,7 +190,7 @@ def _stop_with(setup: Setup, analyzer: Any) -> Any:
     try:
         if setup.stop == "smart-turn":
             overrides: dict[str, Any] = {"ask_audio": "when-needed", **dict(setup.overrides)}
-            return recommended_turn_setup(analyzer=analyzer, **overrides).stop
+            return recommended_turn_setup(analyzer=analyzer, words_end=words_end, **overrides).stop
         if setup.stop == "smart-turn-only":
             return TurnAnalyzerStop(analyzer, **setup.stop_overrides())
     except ConfigurationError as exc:

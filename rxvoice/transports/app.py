@@ -9,7 +9,8 @@ opened, so it cannot slow the sessions down), then admission
 once with code 1013 and the reason ``server full: ...``, which a page can
 show, where a refused HTTP upgrade would reach it as a bare 1006), then the
 pipeline. ``GET /load`` answers ``{"load": ..., "sessions": ...,
-"capacity": ..., "lag_ms": ...}`` for the app's dispatcher or load balancer.
+"capacity": ..., "lag_ms": ...}`` for the app's dispatcher or load balancer (with several workers also
+``"worker_sessions"``, the answering process's own).
 
 Slow or silent clients cannot hold the server: a request whose headers are
 not in after ``header_timeout`` seconds is dropped (aiohttp's keep-alive
@@ -163,9 +164,12 @@ def voice_app(
         return web.FileResponse(folder / "index.html", headers={"Cache-Control": "no-store"})
 
     async def load(_request: web.Request) -> web.StreamResponse:
-        return web.json_response({"load": round(control.load(), 4), "sessions": control.sessions,
-                                  "capacity": control.capacity, "lag_ms": lag.lag_ms, "pid": os.getpid()},
-                                 headers={"Cache-Control": "no-store"})
+        answer = {"load": round(control.load(), 4), "sessions": control.sessions, "capacity": control.capacity,
+                  "lag_ms": lag.lag_ms, "pid": os.getpid()}
+        own = getattr(control, "own_sessions", None)
+        if isinstance(own, int):
+            answer["worker_sessions"] = own  # the answering worker's own (several workers)
+        return web.json_response(answer, headers={"Cache-Control": "no-store"})
 
     async def websocket(request: web.Request) -> web.StreamResponse:
         origin = request.headers.get("Origin")

@@ -152,3 +152,113 @@ def test_a_hanging_backend_falls_back_the_page_is_told_and_the_turn_still_ends(
             await srv.close()
 
     run(go, 60)
+
+
+def test_workers_each_take_a_share_of_the_connections(with_model: Path) -> None:
+    """Each worker listens on a socket of its own on the port, so the kernel spreads the callers over them (on
+    one shared socket one worker took 22 of 24)."""
+    proc, url = start("--workers", "2", "--max-sessions", "40", "--stop", "speech-timeout")
+    base = url.rstrip("/")
+    try:
+        async def go() -> None:
+            async with aiohttp.ClientSession() as client:
+                sessions = []
+                for _ in range(24):
+                    ws = await client.ws_connect(f"{base}/ws")
+                    await next_event(ws, "hello", 30)
+                    sessions.append(ws)
+                own: dict[int, int] = {}
+                for _ in range(60):  # a new connection each time: whichever worker the kernel picks answers
+                    if len(own) == 2:
+                        break
+                    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as once, \
+                            once.get(f"{base}/load") as r:
+                        answer = await r.json()
+                    assert answer["sessions"] == 24
+                    own[answer["pid"]] = answer["worker_sessions"]
+                assert len(own) == 2 and sum(own.values()) == 24, own
+                assert min(own.values()) >= 4, own  # a fair split is 12 ± 2.4; below 4 is 1 in 3500
+                for ws in sessions:
+                    await ws.close()
+
+        run(go, 90)
+    finally:
+        stop(proc)
+
+
+def test_a_serving_process_freezes_what_it_loaded_out_of_the_collector() -> None:
+    """A full collection then walks the sessions' objects only (over the whole process it stalled the loop 130 ms)."""
+    import gc
+
+    from aiohttp import web
+
+    gc.unfreeze()
+    sock = server.listen("127.0.0.1", 0)
+    frozen: list[int] = []
+
+    async def go() -> None:
+        done = asyncio.Event()
+
+        def ready(_port: int) -> None:
+            frozen.append(gc.get_freeze_count())
+            done.set()
+
+        await server.serve_forever(web.Application(), sock, None, ready, done)
+
+    try:
+        run(go, 30)
+    finally:
+        sock.close()
+        gc.unfreeze()
+    assert frozen and frozen[0] > 1000
+
+
+def test_sessions_of_one_process_share_its_setup_and_words_model(with_model: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """What does not change between sessions is worked out once per process, not per connection."""
+    from rxvoice.audio import recommended
+    from rxvoice.cli.serve_stack import make_stage
+    from rxvoice.pipeline import Stage
+    from rxvoice.turns.ending import default_words_end
+
+    options = serve.ServeOptions(stt="client", tts="paced", stop="smart-turn", model=with_model, max_sessions=4)
+    models = server.Models(options)
+    built = recommended.recommended_turn_setup
+    words_ends: list[Any] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        words_ends.append(kwargs.get("words_end"))
+        return built(*args, **kwargs)
+
+    monkeypatch.setattr(recommended, "recommended_turn_setup", recording)
+
+    class Transport:
+        loop = None
+        audio_seconds = 0.0
+
+        def __init__(self) -> None:
+            self.sent: list[Any] = []
+
+        def send(self, event: Any) -> None:
+            self.sent.append(event)
+
+        def on_close(self, _f: Any) -> None:
+            return None
+
+        def output(self) -> Stage:
+            from tests.transports.test_websocket import Echo
+
+            return Echo()
+
+    try:
+        assert models.vad_params == options.setup.vad_params
+        assert models.hello == {"type": "hello", "setup": options.describe()}
+        assert type(models.words_end) is type(default_words_end())
+        for _ in range(2):
+            t = Transport()
+            make_stage(options, t, models)
+            assert [e for e in t.sent if e.get("type") == "hello"] == [models.hello]
+            assert any(e is models.hello for e in t.sent)
+        assert len(words_ends) == 2 and all(w is models.words_end for w in words_ends)  # once a session, shared
+    finally:
+        models.close()
