@@ -408,12 +408,31 @@ def test_a_hung_dedicated_model_on_a_worker_thread_is_bounded_by_the_timeout() -
         return "too late"
 
     pair = Pair(conversation(8), summarization=auto(max_unsummarized_messages=5, llm=model, summarization_timeout=5.0))
-    before = contents(pair)
-    rec = run(pair.assistant(), pair, "S")
-    assert [t for t, _ in errors(rec)] == [5000]
-    release.set()
-    assert returned.wait(10.0)
+    with _StartsAtOnce(1) as worker:
+        # The virtual clock reaches the timeout at once: the model must be running by then (a job still
+        # queued on a busy pool would be cancelled and never run, which is not what this test is about).
+        pair.assistant().summarizer().executor = worker
+        before = contents(pair)
+        rec = run(pair.assistant(), pair, "S")
+        assert [t for t, _ in errors(rec)] == [5000]
+        release.set()
+        assert returned.wait(10.0)
     assert contents(pair) == before
+
+
+class _StartsAtOnce(concurrent.futures.ThreadPoolExecutor):
+    """A pool whose ``submit`` returns once the job has started on its thread."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        started = threading.Event()
+
+        def job() -> Any:
+            started.set()
+            return fn(*args, **kwargs)
+
+        future = super().submit(job)
+        assert started.wait(5.0)
+        return future
 
 
 def test_a_dedicated_model_stage_runs_beside_the_pipeline() -> None:
