@@ -58,7 +58,6 @@ import argparse
 import hashlib
 import io
 import json
-import math
 import os
 import subprocess
 import sys
@@ -340,17 +339,11 @@ def score(folder: Path, *, stt: str | None, jobs: int) -> dict[str, dict[str, An
     return out
 
 
-def _auc(pos: list[float], neg: list[float]) -> float:
-    if not pos or not neg:
-        return math.nan
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
-
-
 def separation(folder: Path) -> dict[str, float]:
     """ROC AUC of Smart Turn's probability and of the words' end probability, ends against pauses."""
     sys.path.insert(0, str(HERE))
     from fit_turn_wait import extract
+    from train_words_end import auc
 
     from rxvoice.turns.ending import TrigramWordsEnd
 
@@ -368,8 +361,8 @@ def separation(folder: Path) -> dict[str, float]:
     mids = [i for i, r in enumerate(rows) if not r["end"]]
     return {
         "ends": len(ends), "pauses": len(mids),
-        "audio_auc": round(_auc([rows[i]["audio"] for i in ends], [rows[i]["audio"] for i in mids]), 3),
-        "words_auc": round(_auc([words[i] for i in ends], [words[i] for i in mids]), 3),
+        "audio_auc": round(auc([r["audio"] for r in rows], [bool(r["end"]) for r in rows]), 3),
+        "words_auc": round(auc(words, [bool(r["end"]) for r in rows]), 3),
         "audio_complete_at_pauses": sum(rows[i]["audio"] > 0.5 for i in mids),
         "audio_complete_at_ends": sum(rows[i]["audio"] > 0.5 for i in ends),
     }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from reactivex import operators as ops
@@ -15,7 +14,7 @@ from rxvoice.aggregators import Pair
 from rxvoice.pipeline import Inlet, Processor, lift
 from rxvoice.turns import SpeechTimeoutStop, TurnsConfig, VADStart
 
-from .test_pipeline import Echo, _Counter
+from .test_pipeline import Echo
 
 
 def _conversation(turns: int) -> list[F.Frame]:
@@ -117,26 +116,6 @@ def test_an_inlet_is_a_plain_observable_too() -> None:
     source.subscribe(inlet)
     source.on_next(F.TextFrame("x"))
     assert seen == [F.TextFrame("x")]
-
-
-def test_inlet_inputs_from_many_threads_are_serialized() -> None:
-    """Eight producer threads through one inlet: every frame arrives, the handler never runs twice at once."""
-    counter = _Counter()
-    inlet = Inlet()
-    down, _ = pipeline(counter).connect(inlet)
-    down.subscribe(lambda f: None, scheduler=TestScheduler())
-
-    def produce() -> None:
-        for i in range(500):
-            inlet.on_next(F.TextFrame(str(i)))
-
-    threads = [threading.Thread(target=produce) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert counter.count == 4000
-    assert counter.max_inside == 1
 
 
 class _OwnClock(Echo):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
+import pytest
 import reactivex
 from reactivex import operators as ops
 from reactivex.subject import Subject
@@ -12,7 +15,7 @@ from reactivex.testing import TestScheduler
 
 from rxvoice import frames as F
 from rxvoice import pipeline
-from rxvoice.pipeline import DOWN, UP, Direction, Port, Processor, Session, lift
+from rxvoice.pipeline import DOWN, UP, Direction, Inlet, Port, Processor, Session, lift
 from rxvoice.testing import COMPLETED, FrameMarbles
 
 
@@ -184,10 +187,12 @@ class _CounterHandler(_EchoHandler):
         o.inside -= 1
 
 
-def test_inputs_from_many_threads_are_serialized() -> None:
-    """Eight producer threads: every frame arrives, and the handler never runs twice at once."""
+@pytest.mark.parametrize("source", [Subject, Inlet], ids=["subject", "inlet"])
+def test_inputs_from_many_threads_are_serialized(source: Callable[[], Any]) -> None:
+    """Eight producer threads (through a Subject or the fused chain's Inlet): every frame arrives, and the
+    handler never runs twice at once."""
     counter = _Counter()
-    src: Subject[F.Frame] = Subject()
+    src = source()
     down, _ = pipeline(counter).connect(src)
     down.subscribe(lambda f: None, scheduler=TestScheduler())
 
