@@ -53,7 +53,9 @@ def _test_due(clock: Any, seconds: float) -> datetime:
     that into float seconds (``schedule_absolute``), and back into the
     ``datetime`` the item is queued at.
     """
-    due = ((_as_datetime(clock) + timedelta(seconds=seconds)) - _EPOCH).total_seconds()
+    kind = type(clock)
+    start = datetime.fromtimestamp(clock, tz=UTC) if kind is float or kind is int else _as_datetime(clock)
+    due = ((start + timedelta(seconds=seconds)) - _EPOCH).total_seconds()
     return datetime.fromtimestamp(due, tz=UTC)
 
 
