@@ -228,6 +228,6 @@ class WordsWait:
 
     def reset(self, w: WordsState) -> tuple[WordsState, Effects]:
         """A turn started or stopped: its words start over (the STT's latency and the VAD's view stay)."""
-        return WordsState(
-            speaking=w.speaking, speech_end=w.speech_end, stt_timeout=w.stt_timeout, stt_known=w.stt_known
-        ), _DISARM
+        # Built whole (positional): twice a turn.
+        return WordsState(w.speaking, False, w.speech_end, "", _NEVER, False, False, False, False, w.stt_timeout,
+                          w.stt_known), _DISARM
