@@ -31,7 +31,9 @@ fields as ``fit_turn_wait.extract``): Smart Turn's probability on the turn's
 audio so far, the turn's words (plain; the sonnet's text cut at the pauses by
 Whisper base's word timings, the conversation's words from Whisper base),
 whether a number or spelling is being read, the turn's length, the longest
-pause the speaker came back from, and the pause that followed.
+pause the speaker came back from, and the pause that followed. (Each of
+Whisper's words in the conversation goes to the speaker's stretch nearest
+its time: its timings move by some tens of milliseconds from run to run.)
 
     .venv/bin/python benchmarks/human_tune.py [--out rows.json]
 
@@ -133,6 +135,12 @@ def conversation_rows(dist: Path, analyzer: Any) -> list[dict[str, Any]]:
                    if f and f[0] == "SPEAKER")
     timed = _whisper_words(io_free(x))
     duration = len(x) / RATE
+
+    def nearest(t: float) -> int:  # Whisper's word timings move by some tens of ms from run to run
+        return min(range(len(spans)), key=lambda j: (max(spans[j][0] - t, 0.0, t - spans[j][1]),
+                                                     abs(t - (spans[j][0] + spans[j][1]) / 2)))
+
+    owner = [nearest(t) for _, t in timed]
     rows: list[dict[str, Any]] = []
     for k, (a, b, who) in enumerate(spans):
         overlapped = any(a2 < b and a < b2 and w2 != who for j, (a2, b2, w2) in enumerate(spans) if j != k)
@@ -142,10 +150,11 @@ def conversation_rows(dist: Path, analyzer: Any) -> list[dict[str, Any]]:
         pauses = [(a + s, a + e) for s, e in speech_stretches(x_turn)] or [(a, b)]
         words: list[str] = []
         longest = 0.0
+        mine = [(w, t) for (w, t), j in zip(timed, owner, strict=True) if j == k]
         for i, (_, e) in enumerate(pauses):
-            lo = a if i == 0 else (pauses[i - 1][1] + pauses[i][0]) / 2
-            hi = b + 0.2 if i == len(pauses) - 1 else (e + pauses[i + 1][0]) / 2
-            words += [w for w, t in timed if lo <= t < hi]
+            lo = -math.inf if i == 0 else (pauses[i - 1][1] + pauses[i][0]) / 2
+            hi = math.inf if i == len(pauses) - 1 else (e + pauses[i + 1][0]) / 2
+            words += [w for w, t in mine if lo <= t < hi]
             last = i == len(pauses) - 1
             end_at = b if last else e
             audio = analyzer.probability(x[max(0, round((a - 0.3) * RATE)):round((end_at + STOP_SECS) * RATE)])
