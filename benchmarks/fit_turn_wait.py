@@ -19,7 +19,13 @@ came back from in the turn. Then:
    cut-offs). It also prints what went wrong on tune, by class (:func:`errors`),
    and the outcome at patience 0.5 and 2.
 
-    python benchmarks/fit_turn_wait.py TUNE_DIR [--features cache.json]
+    python benchmarks/fit_turn_wait.py TUNE_DIR [--features cache.json] [--human ROWS.json --human-share 0.5]
+
+``--human`` adds the rows of a tune set of real speech (``benchmarks/human_tune.py --out``):
+the logistic model (step 1) is fitted on both, the human rows carrying
+``--human-share`` of the weight; the pause law and the grid stay on the
+corpus (the human set is too small to choose bounds on), and the outcome on
+the human rows is printed as well.
 
 It prints a ``WaitModel(...)`` to paste into ``rxvoice/turns/wait.py``. Never
 give it the report split.
@@ -44,7 +50,9 @@ from rxvoice.turns.wait import DEFAULT_WAIT, Evidence, WaitModel, needed_silence
 RATE = 16000
 STOP_SECS = 0.16
 STT_DELAY = 0.3
-START_SECS = 0.2
+HEARD = 0.25
+"""As ``rxvoice eval`` counts: an answer in the first ``HEARD`` s of the next speech, before a VAD can hear
+it, still cuts off the pause before it; an end answered after the caller went on is missed."""
 BOT_DELAY = 0.6
 
 
@@ -81,19 +89,33 @@ def extract(folder: Path, model: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def evidence(r: dict[str, Any], words: Any) -> Evidence:
+    """What ``FusedTurnStop`` knows at this row's pause."""
+    return Evidence(r["audio"], words, r["reading"], r["n"], r["longest"])
+
+
 def logit(p: float) -> float:
     q = min(1 - 1e-3, max(1e-3, p))
     return math.log(q / (1 - q))
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, weights: np.ndarray | None = None) -> np.ndarray:
+    """Newton's method on the (row-weighted, mean 1) log-loss with a small ridge on all but the bias."""
+    v = np.ones(len(y)) if weights is None else weights * len(y) / weights.sum()
     w = np.zeros(x.shape[1])
     for _ in range(40):
         p = 1 / (1 + np.exp(-x @ w))
-        grad = x.T @ (p - y) / len(y) + l2 * np.r_[0, w[1:]]
-        hess = (x * (p * (1 - p))[:, None]).T @ x / len(y) + l2 * np.diag(np.r_[0, np.ones(len(w) - 1)])
+        grad = x.T @ (v * (p - y)) / len(y) + l2 * np.r_[0, w[1:]]
+        hess = (x * (v * p * (1 - p))[:, None]).T @ x / len(y) + l2 * np.diag(np.r_[0, np.ones(len(w) - 1)])
         w -= np.linalg.solve(hess, grad)
     return np.asarray(w)
+
+
+def share_weights(rows: list[dict[str, Any]], human: list[dict[str, Any]], share: float) -> np.ndarray:
+    """Row weights giving the ``human`` rows (appended after ``rows``) ``share`` of the fit."""
+    if not human:
+        return np.ones(len(rows))
+    return np.asarray(np.r_[np.full(len(rows), (1 - share) / len(rows)), np.full(len(human), share / len(human))])
 
 
 def fit_pauses(ordinary: list[float], reading: list[float]) -> tuple[float, float, float]:
@@ -119,13 +141,13 @@ def simulate(model: WaitModel, rows: list[dict[str, Any]], signal: TrigramWordsE
     latencies: list[float] = []
     verdicts = judged if judged is not None else [signal.judge(r["text"]) for r in rows]
     for r, words in zip(rows, verdicts, strict=True):
-        ev = Evidence(r["audio"], words, r["reading"], r["n"], r["longest"])
+        ev = evidence(r, words)
         answer = max(needed_silence(model, ev, patience), STT_DELAY)
         after = r["after"] if r["after"] is not None else math.inf
-        heard_back = after + START_SECS  # the resumed speech reaches the strategy
+        heard_back = after + HEARD  # the resumed speech reaches the strategy
         if r["end"]:
             ends += 1
-            if answer < heard_back:
+            if answer < after:  # an end answered after the caller went on is missed (as rxvoice eval counts)
                 found += 1
                 latencies.append(answer)
         else:
@@ -139,7 +161,11 @@ def simulate(model: WaitModel, rows: list[dict[str, Any]], signal: TrigramWordsE
     def q(f: float) -> float:
         return latencies[min(len(latencies) - 1, int(f * len(latencies)))] if latencies else math.nan
 
-    return {"found": found / ends, "cut": cut / mids, "audible": audible / mids, "p50": q(0.5), "p90": q(0.9)}
+    def share(n: int, of: int) -> float:
+        return n / of if of else math.nan
+
+    return {"found": share(found, ends), "cut": share(cut, mids), "audible": share(audible, mids),
+            "p50": q(0.5), "p90": q(0.9)}
 
 
 def errors(model: WaitModel, rows: list[dict[str, Any]], judged: list[Any]) -> dict[str, dict[str, int]]:
@@ -154,10 +180,10 @@ def errors(model: WaitModel, rows: list[dict[str, Any]], judged: list[Any]) -> d
     """
     out: dict[str, dict[str, int]] = {"cut-offs": {}, "late ends": {}}
     for r, words in zip(rows, judged, strict=True):
-        ev = Evidence(r["audio"], words, r["reading"], r["n"], r["longest"])
+        ev = evidence(r, words)
         answer = max(needed_silence(model, ev), STT_DELAY)
         after = r["after"] if r["after"] is not None else math.inf
-        if not r["end"] and answer < after + START_SECS:
+        if not r["end"] and answer < after + HEARD:
             if r["reading"]:
                 kind = "reading"
             elif answer > 0.99 * model.max_wait and words.probability < 0.5:
@@ -169,7 +195,7 @@ def errors(model: WaitModel, rows: list[dict[str, Any]], judged: list[Any]) -> d
             else:
                 kind = "silence"
             key = "cut-offs"
-        elif r["end"] and (answer > 1.0 or answer >= after + START_SECS):
+        elif r["end"] and (answer > 1.0 or answer >= after):
             if r["reading"]:
                 kind = "reading"
             elif words.weight == 0:
@@ -198,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--features", type=Path, help="cache the extracted evidence here (JSON)")
     p.add_argument("--audible", type=float, default=0.03, help="target share of audible cut-offs (default 0.03)")
     p.add_argument("--cut", type=float, default=0.12, help="target share of all cut-offs (default 0.12)")
+    p.add_argument("--human", type=Path, help="rows of a tune set of real speech (benchmarks/human_tune.py --out)")
+    p.add_argument("--human-share", type=float, default=0.5, help="their share of the logistic fit (default 0.5)")
     args = p.parse_args(argv)
+    human: list[dict[str, Any]] = json.loads(args.human.read_text()) if args.human is not None else []
     if args.features is not None and args.features.is_file():
         rows = json.loads(args.features.read_text())
     else:
@@ -207,17 +236,22 @@ def main(argv: list[str] | None = None) -> int:
             args.features.write_text(json.dumps(rows))
     signal = TrigramWordsEnd()
     # inside a reading the words weigh nothing (rxvoice.turns.wait.end_log_odds)
+    both = rows + human
     x = np.array([[1.0, logit(r["audio"]), 0.0 if r["reading"] else logit(signal.judge(r["text"]).probability),
-                   float(r["reading"]), math.log1p(r["n"])] for r in rows])
-    y = np.array([float(r["end"]) for r in rows])
-    w = fit_logistic(x, y)
+                   float(r["reading"]), math.log1p(r["n"])] for r in both])
+    y = np.array([float(r["end"]) for r in both])
+    w = fit_logistic(x, y, weights=share_weights(rows, human, args.human_share))
     ordinary = [r["after"] for r in rows if not r["end"] and not r["reading"]]
     inside = [r["after"] for r in rows if not r["end"] and r["reading"]]
     m, mr, shape = fit_pauses(ordinary, inside)
     model = replace(DEFAULT_WAIT, bias=round(float(w[0]), 3), audio=round(float(w[1]), 3),
-                    words=round(float(w[2]), 3), reading=round(float(w[3]), 3), length=round(float(w[4]), 3),
+                    words=round(float(w[2]), 3), reading=round(float(w[3]), 3),
+                    length=round(float(w[4]), 3),
                     pause_median=round(m, 2), reading_median=round(mr, 2), pause_shape=round(shape, 2))
-    print(f"{len(rows)} pauses ({int(y.sum())} turn ends); logistic {np.round(w, 3)}; "
+    if human:
+        print(f"with {len(human)} rows of real speech ({sum(bool(r['end']) for r in human)} turn ends), "
+              f"{args.human_share:.0%} of the logistic fit")
+    print(f"{len(rows)} pauses ({int(sum(r['end'] for r in rows))} turn ends); logistic {np.round(w, 3)}; "
           f"pauses: median {m:.2f} s, in readings {mr:.2f} s, shape {shape:.2f}")
     judged = [signal.judge(r["text"]) for r in rows]
     chosen, best = None, math.inf
@@ -242,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     print("chosen:", chosen)
     print("simulated on tune:", simulate(chosen, rows, signal, judged=judged))
     print("what went wrong on tune:", errors(chosen, rows, judged))
+    if human:
+        print("simulated on the real-speech rows:", simulate(chosen, human, signal))
     for patience in (0.5, 2.0):
         print(f"  patience {patience}:", simulate(chosen, rows, signal, patience, judged=judged))
     return 0
