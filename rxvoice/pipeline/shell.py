@@ -371,7 +371,8 @@ class TurnShell(StageShell):
 
     def _fire(self, key: tuple[Hashable, str], now: float) -> None:
         self.now = now
-        self.machine.on_timer(self.turn, key[0], key[1], now)  # :meth:`on_timer`, without a call of its own
+        owner: Any = key[0]  # a strategy's place or one of the machine's owners: what this shell armed
+        self.machine.on_timer(self.turn, owner, key[1], now)  # :meth:`on_timer`, without a call of its own
 
     def close(self) -> None:
         super().close()

@@ -22,16 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from reactivex import abc
 from reactivex.scheduler import VirtualTimeScheduler
 from reactivex.testing import TestScheduler
 
-if TYPE_CHECKING:
-    from .session import Session
-
-__all__ = ["VirtualCall", "virtual_queue"]
+__all__ = ["Gate", "VirtualCall", "virtual_queue"]
 
 _EPOCH = datetime.fromtimestamp(0, tz=UTC)
 """reactivex's own epoch (``UTC_ZERO``): its virtual seconds count from it."""
@@ -64,6 +61,15 @@ def _virtual_due(clock: Any, seconds: float) -> datetime:
     return _as_datetime(clock) + timedelta(seconds=seconds)
 
 
+class Gate(Protocol):
+    """What a call needs of its session: the gate it fires into (a :class:`~rxvoice.pipeline.Session`)."""
+
+    disposed: bool
+
+    def run(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        """Call ``fn(arg)`` now, or after the call already running in the session."""
+
+
 class VirtualCall(abc.DisposableBase):
     """A plain ``fn()`` queued on a virtual-time scheduler for a session; dispose it to cancel.
 
@@ -74,7 +80,7 @@ class VirtualCall(abc.DisposableBase):
 
     __slots__ = ("_fn", "_session", "duetime")
 
-    def __init__(self, session: Session, fn: Callable[[], Any], duetime: datetime) -> None:
+    def __init__(self, session: Gate, fn: Callable[[], Any], duetime: datetime) -> None:
         self._session = session
         self._fn: Callable[[], Any] | None = fn
         self.duetime = duetime
@@ -112,7 +118,7 @@ class VirtualCall(abc.DisposableBase):
     __hash__ = None  # type: ignore[assignment]  # like the scheduler's own items: ordered, not hashed
 
 
-QueueCall = Callable[["Session", Callable[[], Any], float], abc.DisposableBase]
+QueueCall = Callable[[Gate, Callable[[], Any], float], abc.DisposableBase]
 """Queue ``fn()`` for a session ``seconds`` from now on the scheduler's virtual clock."""
 
 
@@ -130,7 +136,7 @@ def virtual_queue(scheduler: abc.SchedulerBase) -> QueueCall | None:
     lock = virtual._lock
     queue = virtual._queue
 
-    def queue_call(session: Session, fn: Callable[[], Any], seconds: float) -> abc.DisposableBase:
+    def queue_call(session: Gate, fn: Callable[[], Any], seconds: float) -> abc.DisposableBase:
         call = VirtualCall(session, fn, due_at(virtual._clock, seconds))
         with lock:
             queue.enqueue(call)  # type: ignore[arg-type]

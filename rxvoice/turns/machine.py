@@ -554,8 +554,7 @@ class TurnMachine:
     # -- timers and results ---------------------------------------------------------------------
 
     def on_timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
-        """Timer ``(owner, key)`` of this session fired."""
-        # :meth:`_decision`, written out: a turn's timers fire on most turns.
+        """Timer ``(owner, key)`` of this session fired (:meth:`_decision` written out: most turns have one)."""
         s.deciding = True
         try:
             self._timer(s, owner, key, now)
