@@ -39,6 +39,7 @@ from reactivex.scheduler import TimeoutScheduler, VirtualTimeScheduler
 from reactivex.scheduler.scheduler import Scheduler
 
 from .loop_clock import LoopScheduler
+from .virtual_time import virtual_queue
 
 __all__ = ["Session", "default_scheduler", "session_of"]
 
@@ -115,6 +116,8 @@ class Session(Scheduler):
         self._lock = threading.Lock()
         self.disposed = False
         self._time: Callable[[], float]
+        self._queue_call = virtual_queue(self.scheduler)
+        """On reactivex's own virtual clock: how :meth:`call_later` queues a call there directly."""
         if isinstance(self.scheduler, VirtualTimeScheduler):
             self._time = self._virtual_time
         elif isinstance(self.scheduler, LoopScheduler):
@@ -268,6 +271,8 @@ class Session(Scheduler):
 
     def call_later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
         """Run ``fn()`` inside the session after ``seconds`` of scheduler time."""
+        if self._queue_call is not None:  # a virtual clock: the call queued as the scheduler would, fewer layers
+            return self._queue_call(self, fn, max(0.0, seconds))
         gated = _GatedCall(self, fn)
         gated.inner = self.scheduler.schedule_relative(max(0.0, seconds), gated.fire)
         return gated

@@ -369,6 +369,11 @@ class TurnShell(StageShell):
     def on_timer(self, owner: Any, key: str, now: float) -> None:
         self.machine.on_timer(self.turn, owner, key, now)  # what step does with a TimerFired, without building one
 
+    def _fire(self, key: tuple[Hashable, str], now: float) -> None:
+        self.now = now
+        owner: Any = key[0]  # a strategy's place or one of the machine's owners: what this shell armed
+        self.machine.on_timer(self.turn, owner, key[1], now)  # :meth:`on_timer`, without a call of its own
+
     def close(self) -> None:
         super().close()
         self._release()

@@ -98,10 +98,7 @@ from .reports import (
 )
 from .scan import ResultBack, TimerFired, TurnScan, turn_step
 from .state import TurnState
-from .strategy import (
-    Start,
-    Strategy,
-)
+from .strategy import Start, Strategy
 
 __all__ = [
     "IDLE_OWNER", "MUTE_OWNER", "USER_INPUT", "WATCHDOG", "PassWords", "RecordingPort", "ResultBack", "TimerFired",
@@ -557,8 +554,14 @@ class TurnMachine:
     # -- timers and results ---------------------------------------------------------------------
 
     def on_timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
-        """Timer ``(owner, key)`` of this session fired."""
-        self._decision(s, now, self._timer, s, owner, key, now)
+        """Timer ``(owner, key)`` of this session fired (:meth:`_decision` written out: most turns have one)."""
+        s.deciding = True
+        try:
+            self._timer(s, owner, key, now)
+        finally:
+            s.deciding = False
+        if s.later:
+            s.settle(now)
 
     def _timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
         if type(owner) is Owner:

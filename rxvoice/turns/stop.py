@@ -111,6 +111,7 @@ class SpeechTimeoutState(NamedTuple):
 
 
 _SPEECH = "speech"
+_DISARM_SPEECH = Disarm(_SPEECH)
 
 
 @dataclass(frozen=True)
@@ -128,11 +129,14 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     wait_for_transcript: bool = True
     enable_user_speaking_frames: bool = True
     words: WordsWait = field(init=False, repr=False, compare=False)
+    _arm_speech: Arm = field(init=False, repr=False, compare=False)
+    """The silence timer's arming (the same value on every VAD stop: built once)."""
     handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES
 
     def __post_init__(self) -> None:
         _non_negative("SpeechTimeoutStop", user_speech_timeout=self.user_speech_timeout)
         object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
+        object.__setattr__(self, "_arm_speech", Arm(_SPEECH, self.user_speech_timeout))
 
     def initial(self) -> SpeechTimeoutState:
         return SpeechTimeoutState()
@@ -142,7 +146,7 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     ) -> tuple[SpeechTimeoutState, Effects]:
         w = s.words
         if not w.speaking and s.speech_done and w.stt_done and self.words.ready(w):
-            return s, (*effects, Disarm(_SPEECH), *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
+            return s, (*effects, _DISARM_SPEECH, *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
         if not w.speaking and w.vad_stopped:
             # Only the silence is left (and the words, if they are not in: an interim guess may stand for them).
             return s, (*effects, LIKELY if self.words.ready(w) else LIKELY_BEFORE_WORDS)
@@ -160,16 +164,17 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         words, effects = self.words.on_frame(state.words, frame, now)
         t = type(frame)
         if t is VADUserStartedSpeakingFrame:
-            return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
+            return SpeechTimeoutState(words), (_DISARM_SPEECH, *effects)
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
             return self._check(SpeechTimeoutState(words, stop_secs=stop_secs),
-                               (Arm(_SPEECH, self.user_speech_timeout), *effects))
+                               (self._arm_speech, *effects))
         if t is TranscriptionFrame and has_words(frame):
             if state.words.no_vad:  # no VAD around this transcript: count the silence from it
-                return self._check(SpeechTimeoutState(words), (*effects, Arm(_SPEECH, self.user_speech_timeout)))
+                return self._check(SpeechTimeoutState(words), (*effects, self._arm_speech))
             return self._check(SpeechTimeoutState(words, state.speech_done, state.stop_secs), effects, waited=True)
-        # Built whole (not with _replace): every interim comes this way.
+        if words is state.words:  # nothing changed (most interims): the same state
+            return state, effects
         return SpeechTimeoutState(words, state.speech_done, state.stop_secs), effects
 
     def on_timer(self, state: SpeechTimeoutState, key: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
@@ -181,7 +186,7 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
 
     def on_turn_started(self, state: SpeechTimeoutState, now: float) -> tuple[SpeechTimeoutState, Effects]:
         words, effects = self.words.reset(state.words)
-        return SpeechTimeoutState(words), (Disarm(_SPEECH), *effects)
+        return SpeechTimeoutState(words), (_DISARM_SPEECH, *effects)
 
     on_turn_stopped = on_turn_started
 

@@ -102,6 +102,16 @@ class WordsState(NamedTuple):
         return not self.speaking and not self.vad_stopped
 
 
+def _words_in(w: WordsState, frame: Frame, now: float) -> WordsState:
+    """A transcript with words arrived: they are the turn's latest (and the last speech's: fresh)."""
+    text = frame.text.strip()  # type: ignore[attr-defined]
+    return WordsState(
+        w.speaking, w.vad_stopped, w.speech_end, f"{w.text} {text}" if w.text else text, now, True,
+        w.finalized or bool(getattr(frame, "finalized", False)), w.stt_done, w.grace_done, w.stt_timeout,
+        w.stt_known,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class WordsWait:
     """The wait for the words of the last speech, configured once (shared by every session).
@@ -141,14 +151,7 @@ class WordsWait:
         """Note what the frame says about the words, arming nothing (a strategy that times its own wait)."""
         t = type(frame)
         if t is TranscriptionFrame:
-            if not has_words(frame):
-                return w
-            text = frame.text.strip()  # type: ignore[attr-defined]
-            return WordsState(
-                w.speaking, w.vad_stopped, w.speech_end, f"{w.text} {text}" if w.text else text, now, True,
-                w.finalized or bool(getattr(frame, "finalized", False)), w.stt_done, w.grace_done, w.stt_timeout,
-                w.stt_known,
-            )
+            return _words_in(w, frame, now) if has_words(frame) else w
         if t is VADUserStartedSpeakingFrame:
             return WordsState(True, False, w.speech_end, w.text, w.text_at, False, False, w.stt_done, w.grace_done,
                               w.stt_timeout, w.stt_known)
@@ -189,7 +192,7 @@ class WordsWait:
             if not has_words(frame):
                 return w, NOTHING
             no_vad = w.no_vad
-            w = self.heard(w, frame, now)
+            w = _words_in(w, frame, now)
             if no_vad:  # no speech end to count from: the words are the speech's own end
                 return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, w.finalized,
                                   True, True, w.stt_timeout, w.stt_known), _DISARM
@@ -228,6 +231,6 @@ class WordsWait:
 
     def reset(self, w: WordsState) -> tuple[WordsState, Effects]:
         """A turn started or stopped: its words start over (the STT's latency and the VAD's view stay)."""
-        return WordsState(
-            speaking=w.speaking, speech_end=w.speech_end, stt_timeout=w.stt_timeout, stt_known=w.stt_known
-        ), _DISARM
+        # Built whole (positional): twice a turn.
+        return WordsState(w.speaking, False, w.speech_end, "", _NEVER, False, False, False, False, w.stt_timeout,
+                          w.stt_known), _DISARM

@@ -1,0 +1,128 @@
+"""The pair benchmark's timed loop alone, for counting instructions under callgrind.
+
+Wall-clock ratios move with the load of the machine; instruction counts do
+not. This script builds what ``pair_throughput.py`` builds for one
+configuration (the same frames, pipeline, scheduler and subscriber) and runs
+only its timed loop inside ``operator.call``, so callgrind can collect that
+call alone::
+
+    for n in 50 150; do
+      PYTHONHASHSEED=0 setarch -R valgrind --tool=callgrind --collect-atstart=no \\
+        --toggle-collect=_operator_call --callgrind-out-file=cg.turns.$n \\
+        .venv/bin/python benchmarks/pair_instructions.py turns $n
+    done
+    # instructions a frame: (total of cg.turns.150 - total of cg.turns.50) / (100 * 39)
+
+Configurations: ``floor``, ``external``, ``turns`` (as in ``pair_throughput.py``).
+Two turn counts in two processes, subtracted, cancel what does not grow with
+the conversation. ``--profile`` prints a cProfile of the loop instead.
+The last line says whether the run left the expected context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import operator
+import os
+import sys
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _scenario import TURNS_USER_SPEECH_TIMEOUT, Event, build_conversation, build_slotted_frames, check_messages
+from pair_throughput import _rxvoice_frames
+
+
+def _floor(events: list[Event]) -> tuple[Callable[[], None], Callable[[], bool]]:
+    from reactivex import operators as ops
+    from reactivex.subject import Subject
+
+    frames = build_slotted_frames(events)
+    out: list[object] = []
+    subject: Subject[object] = Subject()
+
+    def ident(f: object) -> object:
+        return f
+
+    subject.pipe(ops.map(ident), ops.map(ident)).subscribe(out.append)
+    on_next = subject.on_next
+
+    def loop() -> None:
+        for f in frames:
+            on_next(f)
+
+    return loop, lambda: len(out) == len(frames)
+
+
+def _pair(events: list[Event], mode: str) -> tuple[Callable[[], None], Callable[[], bool]]:
+    from reactivex.testing import TestScheduler
+
+    from rxvoice import LLMContext, pipeline
+    from rxvoice import frames as F
+    from rxvoice.aggregators import Pair
+    from rxvoice.pipeline import Inlet
+    from rxvoice.turns import ExternalStrategies, SpeechTimeoutStop, TurnsConfig, VADStart
+
+    frames = _rxvoice_frames(events, mode)
+    if mode == "external":
+        turns = TurnsConfig(strategies=ExternalStrategies())
+    else:
+        turns = TurnsConfig(start=[VADStart()], stop=[SpeechTimeoutStop(TURNS_USER_SPEECH_TIMEOUT)])
+    scheduler = TestScheduler()
+    pair = Pair(LLMContext(), turns=turns)
+    source = Inlet()
+    down, _up = pipeline(pair.user(), pair.assistant()).connect(source)
+    contexts = [0]
+
+    def sink(frame: object) -> None:
+        if type(frame) is F.LLMContextFrame:
+            contexts[0] += 1
+
+    subscription = down.subscribe(sink, scheduler=scheduler)
+    on_next = source.on_next
+    stop_type = F.VADUserStoppedSpeakingFrame
+    advance = scheduler.advance_by
+
+    def loop() -> None:
+        for f in frames:
+            on_next(f)
+            if type(f) is stop_type:
+                advance(0.001)
+
+    def ok() -> bool:
+        subscription.dispose()
+        return check_messages([dict(m) for m in pair.context().messages], events)
+
+    return loop, ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=["floor", "external", "turns"])
+    parser.add_argument("turns", type=int)
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of the loop")
+    args = parser.parse_args(argv)
+
+    def build(events: list[Event]) -> tuple[Callable[[], None], Callable[[], bool]]:
+        return _floor(events) if args.mode == "floor" else _pair(events, args.mode)
+
+    warm, _ = build(build_conversation(5))  # imports and first-call caches, not counted
+    warm()
+    loop, ok = build(build_conversation(args.turns))
+    gc.collect()
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile()
+        profile.runcall(loop)
+        pstats.Stats(profile).sort_stats("tottime").print_stats(40)
+    else:
+        operator.call(loop)  # the call callgrind collects (--toggle-collect=_operator_call)
+    print(f"ok={ok()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

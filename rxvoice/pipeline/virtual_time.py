@@ -1,0 +1,145 @@
+"""A session's timers on reactivex's virtual clock, queued without the scheduler's layers.
+
+Tests, replays and evaluations run a session on reactivex's ``TestScheduler``
+(``rxvoice turns`` and ``rxvoice eval`` do too). Scheduling one call there
+costs about fifteen Python calls: the delay goes to a ``datetime`` and back to
+float seconds and again to a ``datetime``, a ``ScheduledItem`` is built with a
+lock-holding disposable, and firing it checks what the action returned
+against an ABC and wraps it in one more disposable. A session's own timers
+(its deadlines and calls later, :meth:`Session.call_later`) need none of that.
+
+:func:`virtual_queue` answers, for the exact reactivex classes only, how to
+queue such a call on the scheduler's own queue as a :class:`VirtualCall`: due
+at exactly the ``datetime`` the scheduler would have computed (the same
+arithmetic, so the same microsecond rounding), queued the same way (so the
+same order among equal times), and fired into the session's gate by the
+scheduler's ``advance_by``/``advance_to``/``start`` as its own items are. A
+subclass of those schedulers (which may keep time its own way) gets ``None``
+and goes through its ``schedule_relative``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from reactivex import abc
+from reactivex.scheduler import VirtualTimeScheduler
+from reactivex.testing import TestScheduler
+
+__all__ = ["Gate", "VirtualCall", "virtual_queue"]
+
+_EPOCH = datetime.fromtimestamp(0, tz=UTC)
+"""reactivex's own epoch (``UTC_ZERO``): its virtual seconds count from it."""
+
+
+def _as_datetime(value: Any) -> datetime:
+    """``Scheduler.to_datetime``: a virtual clock reading as the ``datetime`` reactivex compares."""
+    if isinstance(value, timedelta):
+        return _EPOCH + value
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+def _test_due(clock: Any, seconds: float) -> datetime:
+    """Where ``TestScheduler.schedule_relative`` puts a call ``seconds`` from ``clock``.
+
+    It adds the delay as a ``timedelta`` to the clock as a ``datetime``, turns
+    that into float seconds (``schedule_absolute``), and back into the
+    ``datetime`` the item is queued at.
+    """
+    kind = type(clock)
+    start = datetime.fromtimestamp(clock, tz=UTC) if kind is float or kind is int else _as_datetime(clock)
+    due = ((start + timedelta(seconds=seconds)) - _EPOCH).total_seconds()
+    return datetime.fromtimestamp(due, tz=UTC)
+
+
+def _virtual_due(clock: Any, seconds: float) -> datetime:
+    """Where ``VirtualTimeScheduler.schedule_relative`` puts it (no round trip through seconds)."""
+    return _as_datetime(clock) + timedelta(seconds=seconds)
+
+
+class Gate(Protocol):
+    """What a call needs of its session: the gate it fires into (a :class:`~rxvoice.pipeline.Session`)."""
+
+    disposed: bool
+
+    def run(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        """Call ``fn(arg)`` now, or after the call already running in the session."""
+
+
+class VirtualCall(abc.DisposableBase):
+    """A plain ``fn()`` queued on a virtual-time scheduler for a session; dispose it to cancel.
+
+    It stands in the scheduler's queue where a ``ScheduledItem`` would: it has
+    a ``duetime``, compares by it, says whether it ``is_cancelled`` and is
+    ``invoke``-d when the clock reaches it.
+    """
+
+    __slots__ = ("_fn", "_session", "duetime")
+
+    def __init__(self, session: Gate, fn: Callable[[], Any], duetime: datetime) -> None:
+        self._session = session
+        self._fn: Callable[[], Any] | None = fn
+        self.duetime = duetime
+
+    def is_cancelled(self) -> bool:
+        return self._fn is None
+
+    def invoke(self) -> None:
+        if self._fn is not None:
+            self._session.run(self._run, None)
+
+    def _run(self, _: None) -> None:
+        # Fired once: let go of the call, so nothing it holds outlives the timer.
+        fn, self._fn = self._fn, None
+        if fn is not None and not self._session.disposed:
+            fn()
+
+    def dispose(self) -> None:
+        self._fn = None
+
+    # The scheduler's queue orders its items by due time (and, among equal times, by arrival).
+
+    def __lt__(self, other: Any) -> bool:
+        return bool(self.duetime < other.duetime)
+
+    def __gt__(self, other: Any) -> bool:
+        return bool(self.duetime > other.duetime)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return bool(self.duetime == other.duetime)  # type: ignore[attr-defined]
+        except AttributeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # like the scheduler's own items: ordered, not hashed
+
+
+QueueCall = Callable[[Gate, Callable[[], Any], float], abc.DisposableBase]
+"""Queue ``fn()`` for a session ``seconds`` from now on the scheduler's virtual clock."""
+
+
+def virtual_queue(scheduler: abc.SchedulerBase) -> QueueCall | None:
+    """How to queue a session's calls on ``scheduler`` directly, or ``None`` when it is not reactivex's own
+    ``TestScheduler`` or ``VirtualTimeScheduler`` (exactly)."""
+    kind = type(scheduler)
+    if kind is TestScheduler:
+        due_at = _test_due
+    elif kind is VirtualTimeScheduler:
+        due_at = _virtual_due
+    else:
+        return None
+    virtual: VirtualTimeScheduler = scheduler  # type: ignore[assignment]
+    lock = virtual._lock
+    queue = virtual._queue
+
+    def queue_call(session: Gate, fn: Callable[[], Any], seconds: float) -> abc.DisposableBase:
+        call = VirtualCall(session, fn, due_at(virtual._clock, seconds))
+        with lock:
+            queue.enqueue(call)  # type: ignore[arg-type]
+        return call
+
+    return queue_call
