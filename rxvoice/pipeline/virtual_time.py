@@ -133,13 +133,15 @@ def virtual_queue(scheduler: abc.SchedulerBase) -> QueueCall | None:
     else:
         return None
     virtual: VirtualTimeScheduler = scheduler  # type: ignore[assignment]
-    lock = virtual._lock
-    queue = virtual._queue
+    lock = getattr(virtual, "_lock", None)
+    queue: Any = getattr(virtual, "_queue", None)
+    if lock is None or not callable(getattr(queue, "enqueue", None)) or not hasattr(virtual, "_clock"):
+        return None  # a reactivex whose scheduler keeps its queue another way: its own schedule_relative
 
     def queue_call(session: Gate, fn: Callable[[], Any], seconds: float) -> abc.DisposableBase:
         call = VirtualCall(session, fn, due_at(virtual._clock, seconds))
         with lock:
-            queue.enqueue(call)  # type: ignore[arg-type]
+            queue.enqueue(call)
         return call
 
     return queue_call

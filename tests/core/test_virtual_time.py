@@ -95,3 +95,9 @@ def test_other_schedulers_take_their_own_scheduling() -> None:
     assert not isinstance(handle, VirtualCall)
     scheduler.advance_by(0.2)
     assert fired == [1]
+
+
+def test_a_scheduler_without_the_queue_it_expects_takes_its_own_scheduling() -> None:
+    scheduler = TestScheduler()
+    del scheduler._queue  # a reactivex that keeps its queue another way
+    assert virtual_queue(scheduler) is None
