@@ -20,6 +20,10 @@ came back from in the turn. Then:
    and the outcome at patience 0.5 and 2.
 
     python benchmarks/fit_turn_wait.py TUNE_DIR [--features cache.json] [--human ROWS.json --human-share 0.5]
+    python benchmarks/fit_turn_wait.py TUNE_DIR --features cache.json --frontier
+
+``--frontier`` fits nothing: it simulates the shipped wait (``DEFAULT_WAIT``) on the
+tune pauses with other thresholds and bounds, to see how far moving them goes.
 
 ``--human`` adds the rows of a tune set of real speech (``benchmarks/human_tune.py --out``):
 the logistic model (step 1) is fitted on both, the human rows carrying
@@ -211,6 +215,18 @@ def errors(model: WaitModel, rows: list[dict[str, Any]], judged: list[Any]) -> d
     return out
 
 
+def frontier(model: WaitModel, rows: list[dict[str, Any]], judged: list[Any],
+             thresholds: list[float], max_waits: list[float]) -> list[dict[str, float]]:
+    """The outcome of ``model`` with each threshold and bound (``--frontier``): how far moving them goes."""
+    out = []
+    for max_wait in max_waits:
+        for threshold in thresholds:
+            candidate = replace(model, threshold=threshold, max_wait=max_wait)
+            out.append({"threshold": threshold, "max_wait": max_wait,
+                        **simulate(candidate, rows, None, judged=judged)})  # type: ignore[arg-type]
+    return out
+
+
 def cost(out: dict[str, float], audible: float, cut: float) -> float:
     """The targets as one score: misses and late answers cost, audible cut-offs cost most."""
     return (max(0.0, 0.95 - out["found"]) * 10 + max(0.0, out["audible"] - audible) * 20
@@ -226,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cut", type=float, default=0.12, help="target share of all cut-offs (default 0.12)")
     p.add_argument("--human", type=Path, help="rows of a tune set of real speech (benchmarks/human_tune.py --out)")
     p.add_argument("--human-share", type=float, default=0.5, help="their share of the logistic fit (default 0.5)")
+    p.add_argument("--frontier", action="store_true",
+                   help="no fit: simulate the shipped wait with other thresholds and bounds")
     args = p.parse_args(argv)
     human: list[dict[str, Any]] = json.loads(args.human.read_text()) if args.human is not None else []
     if args.features is not None and args.features.is_file():
@@ -235,6 +253,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.features is not None:
             args.features.write_text(json.dumps(rows))
     signal = TrigramWordsEnd()
+    if args.frontier:
+        judged = [signal.judge(r["text"]) for r in rows]
+        thresholds = [round(float(t), 2) for t in np.arange(1.5, 3.51, 0.25)]
+        for o in frontier(DEFAULT_WAIT, rows, judged, thresholds, [1.0, 1.1, 1.2, 1.3]):
+            print(f"threshold {o['threshold']:.2f} max_wait {o['max_wait']:.1f}: found {o['found']:.3f} "
+                  f"cut {o['cut']:.3f} audible {o['audible']:.3f} p50 {o['p50']:.2f} s p90 {o['p90']:.2f} s")
+        return 0
     # inside a reading the words weigh nothing (rxvoice.turns.wait.end_log_odds)
     both = rows + human
     x = np.array([[1.0, logit(r["audio"]), 0.0 if r["reading"] else logit(signal.judge(r["text"]).probability),

@@ -69,3 +69,15 @@ def test_the_human_tune_set_is_pinned_apart_from_the_report_set() -> None:
     pinned = {requirement.split("==")[0].replace(".", "-").lower() for requirement, *_ in tune.DISTRIBUTIONS.values()}
     used = {requirement.split("==")[0].lower() for requirement, *_ in report.SDISTS.values()}
     assert pinned and not pinned & used
+
+
+def test_the_frontier_moves_the_shipped_wait_along_its_curve(fit: ModuleType) -> None:
+    rows = [row(False, 0.4), row(False, 0.9), row(False, 1.6), row(True, 1.5), row(True, 1.25)]
+    out = fit.frontier(MODEL, rows, [UNSURE] * len(rows), [0.5, 1.0, 2.0, 4.0], [1.0, 1.3])
+    assert [(o["threshold"], o["max_wait"]) for o in out] == [(t, m) for m in (1.0, 1.3) for t in (0.5, 1.0, 2.0, 4.0)]
+    for bound in (1.0, 1.3):
+        curve = [o for o in out if o["max_wait"] == bound]
+        cuts = [o["cut"] for o in curve]
+        assert cuts == sorted(cuts, reverse=True) and cuts[0] > cuts[-1]  # more patience, fewer cut-offs
+    # the bound caps the wait: at 1.3 s the end whose caller went on after 1.25 s is missed, at 1.0 s found
+    assert out[3]["found"] == 1.0 and out[7]["found"] == pytest.approx(0.5)
