@@ -161,8 +161,10 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     def on_frame(
         self, state: SpeechTimeoutState, frame: Frame, now: float
     ) -> tuple[SpeechTimeoutState, Effects]:
-        words, effects = self.words.on_frame(state.words, frame, now)
         t = type(frame)
+        if t is InterimTranscriptionFrame and not state.words.finalized:
+            return state, NOTHING  # the words wait's own answer to an interim before a final, without asking it
+        words, effects = self.words.on_frame(state.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
             return SpeechTimeoutState(words), (_DISARM_SPEECH, *effects)
         if t is VADUserStoppedSpeakingFrame:
