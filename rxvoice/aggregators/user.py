@@ -10,7 +10,7 @@ lookup and a call).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 from reactivex import abc
@@ -169,6 +169,9 @@ class _UserSession(TurnShell):
         self.words: UserWords = self.turn.words  # type: ignore[assignment]
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
         self._dispatch: dict[type[Frame], Handler] = self._table()
+        self.down_handled: Container[type] = self._dispatch
+        """The frame types :meth:`on_down` handles; it passes every other one on as it is (the way into a
+        fused chain does that itself). The same table for the session's life (updated in place)."""
 
     def _table(self) -> dict[type[Frame], Handler]:
         """Who handles each frame type: built once (again when a recommendation swaps the strategies)."""
@@ -187,7 +190,9 @@ class _UserSession(TurnShell):
 
     def use(self, controller: TurnController) -> None:
         super().use(controller)
-        self._dispatch = self._table()
+        table = self._table()
+        self._dispatch.clear()  # in place: the door of a fused chain holds it
+        self._dispatch.update(table)
 
     # -- frames ------------------------------------------------------------------------------------
 

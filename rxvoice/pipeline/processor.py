@@ -292,7 +292,12 @@ class _Link:
             self._input_end(direction)
 
         if gated:  # inside a pipeline: its entry and loop-back edges already went through the gate
-            return Sink(receive, error, end, None if checked else self._bad_input)
+            if checked:
+                return Sink(receive, error, end)
+            # A handler whose ``on_down`` only passes on the types outside ``down_handled`` (a live table):
+            # the door of a fused chain passes those on itself.
+            handled = getattr(self.handler, "down_handled", None) if direction is DOWN else None
+            return Sink(receive, error, end, self._bad_input, None if handled is None else (handled, self))
         run = session.run
         return Sink(lambda f: run(receive, f), lambda e: run(error, e), lambda: run(_call_it, end))
 

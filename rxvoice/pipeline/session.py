@@ -30,7 +30,7 @@ import asyncio
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -194,7 +194,10 @@ class Session(Scheduler):
             except Exception:
                 log.exception("a call inside the session raised; the session goes on")
 
-    def door(self, receive: Callable[[Any], Any], reject: Callable[[Any], Any], kind: type) -> Callable[[Any], None]:
+    def door(
+        self, receive: Callable[[Any], Any], reject: Callable[[Any], Any], kind: type,
+        passes: tuple[Container[type], Any] | None = None,
+    ) -> Callable[[Any], None]:
         """:meth:`run` for one receiver, with the check at the door: the way into a fused chain.
 
         Returns a callable that hands an item of type ``kind`` to
@@ -202,7 +205,14 @@ class Session(Scheduler):
         running), and anything else to ``reject`` (through the gate too). It
         is :meth:`run` specialized once, so an input frame pays one call
         here and none for the check.
+
+        ``passes``: ``(handled, link)`` when ``receive`` of an item whose type
+        is not in ``handled`` is exactly ``link.emit_down(item)`` (the
+        receiver only passes it on): such an item goes to ``link.emit_down``
+        directly, one call less.
         """
+        if passes is not None:
+            return self._passing_door(receive, reject, kind, passes)
         lock = self._lock
         queue = self._queue
         acquire = lock.acquire
@@ -219,6 +229,47 @@ class Session(Scheduler):
             if not queue and acquire(False):
                 try:
                     receive(item)
+                except Exception:
+                    log.exception("a call inside the session raised; the session goes on")
+                finally:
+                    if queue:
+                        drain()
+                    release()
+            else:
+                queue.append((receive, item))
+            while queue and acquire(False):  # a call queued while the owner was releasing
+                try:
+                    drain()
+                finally:
+                    release()
+
+        return enter
+
+    def _passing_door(
+        self, receive: Callable[[Any], Any], reject: Callable[[Any], Any], kind: type,
+        passes: tuple[Container[type], Any],
+    ) -> Callable[[Any], None]:
+        """:meth:`door` for a receiver that only passes on the types it does not handle."""
+        handled, link = passes
+        lock = self._lock
+        queue = self._queue
+        acquire = lock.acquire
+        release = lock.release
+        drain = self._drain
+        run = self.run
+
+        def enter(item: Any) -> None:
+            if self.disposed:
+                return
+            if not isinstance(item, kind):
+                run(reject, item)
+                return
+            if not queue and acquire(False):
+                try:
+                    if type(item) in handled:
+                        receive(item)
+                    else:
+                        link.emit_down(item)
                 except Exception:
                     log.exception("a call inside the session raised; the session goes on")
                 finally:

@@ -90,6 +90,9 @@ class StageShell:
         self.now = 0.0
         self.timers: Deadlines[tuple[Hashable, str]] = Deadlines(port, self._fire)
         self._deadline = self.timers.find
+        self.find_timer: Callable[[tuple[Hashable, str]], Any] | None = self._deadline
+        """Where :meth:`disarm` looks a timer up: the turn machine disarms in place through it (``find((owner,
+        key)).due = None``, no call of :meth:`disarm`); ``None`` on a port whose :meth:`disarm` does more."""
         self.closed = False
         self._futures: set[concurrent.futures.Future[Any]] = set()
         # Asked on nearly every decision: the registry's own answer, without a layer per question.

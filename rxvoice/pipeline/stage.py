@@ -102,8 +102,8 @@ def _entry(session: Session, feed: Feed, *, fused: bool) -> Sink:
     run = session.run
     door = feed.door() if fused else None
     if door is not None:
-        receive, reject = door
-        on_next: Callable[[Frame], None] = session.door(receive, reject, Frame)
+        receive, reject, passes = door
+        on_next: Callable[[Frame], None] = session.door(receive, reject, Frame, passes)
     else:
         # Bound once the stages are wired (the feed's target no longer changes): a C-level
         # partial saves a Python call on the path every input frame takes.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any, NamedTuple
 
 from reactivex import Observable, abc
@@ -30,6 +30,10 @@ __all__ = ["Feed", "FrameSource", "Sink", "connect", "fan_out", "is_trusted"]
 log = logging.getLogger("rxvoice.pipeline")
 
 
+Passes = tuple[Container[type], Any]
+"""``(handled, link)``: a receiver's frames of a type not in ``handled`` are exactly ``link.emit_down``'s."""
+
+
 class Sink(NamedTuple):
     """Where frames go: three plain callables (and, for a receiver that does not check, who reports a non-frame)."""
 
@@ -39,6 +43,10 @@ class Sink(NamedTuple):
     on_invalid: Callable[[object], None] | None = None
     """How the receiver reports an item that is not a frame, when ``on_next`` trusts what it is given (the
     door of a fused chain checks, and hands what fails here)."""
+    passes: Passes | None = None
+    """``(handled, link)`` when ``on_next`` of a frame whose type is not in ``handled`` is exactly
+    ``link.emit_down(frame)`` (a stage that only passes those on): the door of a fused chain then hands
+    them to ``link.emit_down`` itself, one call less (the model's tokens crossing the user's stage)."""
 
 
 def _guarded(
@@ -172,11 +180,12 @@ class Feed(FrameSource):
         """Point :attr:`emit` at the sinks connected now (called with the lock held)."""
         self.emit = fan_out(self._sinks)
 
-    def door(self) -> tuple[Callable[[Frame], None], Callable[[object], None]] | None:
-        """Its sole receiver, when that receiver trusts what it is given: ``(receive, reject)``, else ``None``.
+    def door(self) -> tuple[Callable[[Frame], None], Callable[[object], None], Passes | None] | None:
+        """Its sole receiver, when that receiver trusts what it is given: ``(receive, reject, passes)``, else ``None``.
 
         The way into a fused chain calls ``receive`` directly and hands what
-        is not a frame to ``reject`` (the receiving stage reports it).
+        is not a frame to ``reject`` (the receiving stage reports it);
+        ``passes`` is the receiver's :attr:`Sink.passes`.
         """
         with self._lock:
             if len(self._sinks) != 1 or self._terminal is not None:
@@ -184,7 +193,7 @@ class Feed(FrameSource):
             sink = self._sinks[0]
         if sink.on_invalid is None:
             return None
-        return sink.on_next, sink.on_invalid
+        return sink.on_next, sink.on_invalid, sink.passes
 
     def error(self, error: Exception) -> None:
         self._terminal = ("error", error)

@@ -72,10 +72,16 @@ def apply_effects(
     e: Any
     for e in effects:
         et = type(e)
-        if et is Arm:
+        if et is Disarm:  # the commonest (most disarm a timer that is not armed): looked up in place
+            find = s.find_timer
+            if find is None:
+                port.disarm(owner, e.key)
+            else:
+                timer = find((owner, e.key))
+                if timer is not None:
+                    timer.due = None
+        elif et is Arm:
             port.arm(owner, e.key, e.delay)
-        elif et is Disarm:
-            port.disarm(owner, e.key)
         elif et is Halt:
             halted = True
         elif et is Start:

@@ -347,11 +347,11 @@ class TurnMachine:
     def _frame(self, s: TurnState, frame: Frame, t: type[Frame], direction: Direction, now: float) -> bool:
         """Note what the frame says about the speakers; pass it on. Returns whether it may open a turn."""
         if t is TranscriptionFrame:
-            start_ok = may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
+            start_ok = s.open or may_start(False, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
             s.words.transcript(frame, direction, not start_ok, now)  # type: ignore[arg-type]
             return start_ok
         if t is InterimTranscriptionFrame:
-            start_ok = may_start(s.open, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
+            start_ok = s.open or may_start(False, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
             s.words.interim(frame, direction)  # type: ignore[arg-type]
             return start_ok
         port = s.port

@@ -7,6 +7,7 @@ that change it are :mod:`rxvoice.turns.machine`'s, in order.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..frames import Frame
@@ -50,6 +51,7 @@ class TurnState:
         "deciding",
         "ended",
         "ended_at",
+        "find_timer",
         "idle",
         "interrupted_bot",
         "last_activity",
@@ -74,6 +76,8 @@ class TurnState:
     def __init__(self, machine: _Machine, port: TurnPort, words: Words) -> None:
         self.machine = machine
         self.port = port
+        self.find_timer: Callable[[tuple[Any, str]], Any] | None = getattr(port, "find_timer", None)
+        """The port's timers looked up in place, for a disarm without a call (``None``: ask :meth:`disarm`)."""
         self.words = words
         self.controller = machine.controller
         self.states: list[Any] = machine.controller.initial()

@@ -161,15 +161,17 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     def on_frame(
         self, state: SpeechTimeoutState, frame: Frame, now: float
     ) -> tuple[SpeechTimeoutState, Effects]:
-        words, effects = self.words.on_frame(state.words, frame, now)
         t = type(frame)
+        if t is InterimTranscriptionFrame and not state.words.finalized:
+            return state, NOTHING  # the words wait's own answer to an interim before a final, without asking it
+        words, effects = self.words.on_frame(state.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
             return SpeechTimeoutState(words), (_DISARM_SPEECH, *effects)
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
             return self._check(SpeechTimeoutState(words, stop_secs=stop_secs),
                                (self._arm_speech, *effects))
-        if t is TranscriptionFrame and has_words(frame):
+        if t is TranscriptionFrame and words is not state.words:  # words came (the words wait checked them)
             if state.words.no_vad:  # no VAD around this transcript: count the silence from it
                 return self._check(SpeechTimeoutState(words), (*effects, self._arm_speech))
             return self._check(SpeechTimeoutState(words, state.speech_done, state.stop_secs), effects, waited=True)
@@ -293,7 +295,7 @@ class TurnAnalyzerStop(StopStrategy[TurnAnalyzerState]):
             out: list[Effect] = list(effects)
             asks = ask(state.asks, now, out)
             return TurnAnalyzerState(words, asks), tuple(out)
-        if t is TranscriptionFrame and has_words(frame):
+        if t is TranscriptionFrame and words is not state.words:  # words came (the words wait checked them)
             if state.words.no_vad:  # no VAD around this transcript: nothing to judge, count the quiet from it
                 s = state._replace(words=words, complete=True, fallback=True, cause="no-vad")
                 return s, (*effects, Arm(_FALLBACK, self.transcript_timeout))
@@ -427,7 +429,7 @@ class ExternalStop(StopStrategy[ExternalState]):
             if not has_words(frame):
                 return state, NOTHING
             w, speaking, elsewhere, _pending, turn_open, stop_seen, settling = state
-            s = ExternalState(self.words.heard(w, frame, now), speaking, elsewhere, False, turn_open, stop_seen,
+            s = ExternalState(self.words.words_in(w, frame, now), speaking, elsewhere, False, turn_open, stop_seen,
                               settling)
             if turn_open and stop_seen and not speaking and self.wait_for_transcript:
                 # The words came after the stop: more finals of the same speech may follow.

@@ -147,6 +147,10 @@ class WordsWait:
     # with ``_replace``: these steps run on every VAD edge and transcript, and ``_replace`` costs several
     # times a plain construction.
 
+    words_in = staticmethod(_words_in)
+    """``words_in(w, frame, now)``: :meth:`heard` for a transcript already known to carry words
+    (:func:`has_words`), not checked again."""
+
     def heard(self, w: WordsState, frame: Frame, now: float) -> WordsState:
         """Note what the frame says about the words, arming nothing (a strategy that times its own wait)."""
         t = type(frame)

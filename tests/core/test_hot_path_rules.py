@@ -90,3 +90,47 @@ def test_an_inlets_on_next_taken_before_it_was_connected_still_feeds_the_pipelin
     inlet.on_next(F.LLMTextFrame("late"))
     assert [f.text for f in got if isinstance(f, F.LLMTextFrame)] == ["early", "late"]
     assert inlet.on_next is inlet.emit  # the door itself, no call of the inlet's own
+
+
+def test_the_door_passes_on_what_the_user_stage_only_passes_on_and_keeps_the_order(monkeypatch: Any) -> None:
+    """Frames the user's stage does not handle (the model's tokens) go past it from the door, in order;
+    the frames it handles still reach it, and a swap of its strategies keeps the door's table its own."""
+    from rxvoice.aggregators import user as user_module
+
+    calls: list[type] = []
+    on_down = user_module._UserSession.on_down
+
+    def counting(self: Any, frame: F.Frame) -> None:
+        calls.append(type(frame))
+        on_down(self, frame)
+
+    monkeypatch.setattr(user_module._UserSession, "on_down", counting)
+    scheduler = TestScheduler()
+    inlet = Inlet()
+    pair = Pair(LLMContext(), turns=TurnsConfig(strategies=ExternalStrategies()))
+    down, _up = pipeline(pair.user(), pair.assistant()).connect(inlet)
+    got: list[F.Frame] = []
+    down.subscribe(got.append, scheduler=scheduler)
+    frames: list[F.Frame] = [
+        F.UserStartedSpeakingFrame(), F.TranscriptionFrame("hello there", user_id="u", finalized=True),
+        F.UserStoppedSpeakingFrame(), F.LLMFullResponseStartFrame(), F.LLMTextFrame("Hi"),
+        F.LLMTextFrame(" you."), F.LLMFullResponseEndFrame(),
+    ]
+    for f in frames:
+        inlet.on_next(f)
+    assert F.LLMTextFrame not in calls and F.LLMFullResponseStartFrame not in calls
+    assert F.TranscriptionFrame in calls and F.UserStoppedSpeakingFrame in calls
+    tokens = [f for f in got if isinstance(f, F.LLMTextFrame)]
+    assert tokens == frames[4:6]
+    assert got.index(tokens[0]) > next(i for i, f in enumerate(got) if isinstance(f, F.LLMContextFrame))
+    assert [(m["role"], m["content"]) for m in pair.context().messages] == [
+        ("user", "hello there"), ("assistant", "Hi you.")]
+    session = pair.user()._sessions[-1]
+    table = session.down_handled
+    session.use(session.controller)  # what a recommended controller does: the door's table is updated in place
+    assert session.down_handled is table and session._dispatch is table and F.TranscriptionFrame in table
+    calls.clear()
+    inlet.on_next(F.UserStartedSpeakingFrame())
+    inlet.on_next(F.LLMTextFrame("late"))
+    assert calls == [F.UserStartedSpeakingFrame]
+    assert got[-1].text == "late"  # type: ignore[attr-defined]
