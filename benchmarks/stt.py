@@ -22,11 +22,13 @@ field's: Whisper's English text normalizer (``whisper-normalizer``, the bench ex
 three rules it lacks (see :func:`normalised`), with word splits reconciled (:func:`_same_forms`). Beside it:
 ``spoken`` (both sides as spoken words, digits as number words, fillers dropped) and ``raw`` (lower case
 without punctuation, nothing else). Real-time factor is CPU seconds (all threads of the process) per second
-of audio, silences included, VAD included; min/median/max over ``--runs``. The machine may be shared: the
+of audio, silences included, VAD included; min/median/max over ``--runs``; CPU s/final is the median run's CPU
+seconds over the finals the engine gave (what one utterance's words cost; VAD included). The machine may be shared: the
 ratio against Pipecat, measured in the same run, is the figure to compare.
 
     python benchmarks/stt.py DATA      # DATA: a folder with calls/, conversation/, turns/; --json, --engines
     python benchmarks/stt.py DATA --per-call --turns    # each call's errors; the turn decisions on the words
+    python benchmarks/stt.py DATA --sets calls --engines whisper --dropped-tail none   # one set, one option
 
 Targets: WhisperSTT word error rate <= 0.15 pooled over the calls; real-time factor <= 0.3 on one thread.
 """
@@ -263,6 +265,7 @@ class Tally:
     errors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SCORINGS, 0))
     reference: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SCORINGS, 0))
     audio: float = 0.0
+    finals: int = 0
     cpu: list[float] = field(default_factory=list)
 
     def add(self, score: dict[str, tuple[int, int]]) -> None:
@@ -321,11 +324,18 @@ def main() -> None:
     parser.add_argument("--context", type=float, default=None, help="WhisperSTT's context seconds (default its own)")
     parser.add_argument("--beam-size", type=int, default=None)
     parser.add_argument("--full-window", action="store_true", help="WhisperSTT's encoder reads the whole 30 s window")
+    parser.add_argument("--dropped-tail", default=None, help="WhisperSTT's dropped_tail seconds, or 'none' (default "
+                                                             "its own)")
+    parser.add_argument("--sets", default="calls,booking,utterances",
+                        help="which recordings: calls, booking, utterances (comma-separated; default all)")
     parser.add_argument("--per-call", action="store_true", help="also each call's word errors, per engine")
     parser.add_argument("--turns", action="store_true", help="also the turn decisions on each engine's words")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    todo = items(args.data)
+    wanted = set(args.sets.split(","))
+    if not wanted <= {"calls", "booking", "utterances"}:
+        raise SystemExit(f"--sets: calls, booking, utterances; got {args.sets!r}")
+    todo = [i for i in items(args.data) if i.set in wanted]
     recordings = {i.path: read_wav(i.path) for i in todo}
     model = find_whisper_model(args.whisper_model, size=args.size)
     options: dict[str, Any] = {}
@@ -335,6 +345,8 @@ def main() -> None:
         options["beam_size"] = args.beam_size
     if args.full_window:
         options["window_margin"] = None
+    if args.dropped_tail is not None:
+        options["dropped_tail"] = None if args.dropped_tail == "none" else float(args.dropped_tail)
     label = whisper_model_spec(model)
     print(f"Whisper model: {model} ({label.label if label else 'unpinned files'}); options {options or 'defaults'}",
           file=sys.stderr)
@@ -357,6 +369,7 @@ def main() -> None:
                         tally = tallies.setdefault((name, set_name), Tally())
                         tally.add(score)
                         tally.audio += recording.duration
+                        tally.finals += len(heard.segments)
                     texts[(name, item.path)] = text
                     if item.set == "calls":
                         per_call[(name, item.path)] = score
@@ -371,10 +384,14 @@ def main() -> None:
         rows.append({"engine": name, "set": set_name, "words": t.reference["normalised"],
                      "seconds": round(t.audio, 1), "wer": round(t.wer(), 3), "wer_spoken": round(t.wer("spoken"), 3),
                      "wer_raw": round(t.wer("raw"), 3), "rtf_min": round(rtf[0], 3),
-                     "rtf_median": round(statistics.median(rtf), 3), "rtf_max": round(rtf[-1], 3)})
+                     "rtf_median": round(statistics.median(rtf), 3), "rtf_max": round(rtf[-1], 3),
+                     "finals": t.finals,
+                     "cpu_per_final": round(statistics.median(t.cpu) / t.finals, 3) if t.finals else None})
     ratios = {}
     if "pipecat" in made and "whisper" in made:
         for set_name in ("calls", "calls-held", "booking", "utterances"):
+            if ("whisper", set_name) not in tallies:
+                continue
             ours, theirs = tallies[("whisper", set_name)], tallies[("pipecat", set_name)]
             ratios[set_name] = {
                 "wer_vs_pipecat": round(ours.wer() / theirs.wer(), 3) if theirs.wer() else None,
@@ -389,11 +406,12 @@ def main() -> None:
         return
     print("WER: normalised (Whisper's English text normalizer; the headline), spoken (digits as words), raw")
     print(f"{'engine':13s} {'set':11s} {'words':>6s} {'audio s':>8s} {'WER':>6s} {'spoken':>6s} {'raw':>6s}"
-          "  RTF min/median/max")
+          "  RTF min/median/max  finals  CPU s/final")
     for r in rows:
         print(f"{r['engine']:13s} {r['set']:11s} {r['words']:6d} {r['seconds']:8.1f} {r['wer']:6.3f} "
               f"{r['wer_spoken']:6.3f} {r['wer_raw']:6.3f}  "
-              f"{r['rtf_min']:.3f}/{r['rtf_median']:.3f}/{r['rtf_max']:.3f}")
+              f"{r['rtf_min']:.3f}/{r['rtf_median']:.3f}/{r['rtf_max']:.3f}  {r['finals']:6d}  "
+              f"{r['cpu_per_final'] if r['cpu_per_final'] is not None else '-'}")
     if args.per_call:
         for (name, path), score in per_call.items():
             errors, reference = score["normalised"]

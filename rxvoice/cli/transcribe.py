@@ -5,9 +5,13 @@ offline STT ``--stt`` names: :class:`~rxvoice.services.whisper.WhisperSTT`
 when faster-whisper and its model are installed, else
 :class:`~rxvoice.services.stt.PocketSphinxSTT` (recognition inline, so the
 run takes as long as the recognizer needs and gives the same words every
-time). Each utterance the VAD delimits becomes a :class:`~rxvoice.testing.Segment`:
-its words, from the VAD start minus ``start_secs`` to the VAD stop minus
-``stop_secs``. Utterances the recognizer heard nothing in are left out.
+time). Each final the recognizer gives becomes a :class:`~rxvoice.testing.Segment`:
+its words, timed by the VAD span it came from (the VAD start minus
+``start_secs`` to the VAD stop minus ``stop_secs``). A span with two finals
+gives two segments with its times, a final that comes late keeps its own
+span's times, and segments are in the order they were said: no words are
+lost or moved to another utterance. Utterances the recognizer heard nothing
+in are left out.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ..audio.vad_processor import VADProcessor
 from ..errors import ModelError
 from ..pipeline import inline_offload, pipeline
 from ..pipeline.session import Session
-from ..services.stt import PocketSphinxSTT, STTService, pocketsphinx_available
+from ..services.stt import PocketSphinxSTT, STTService, Utterance, pocketsphinx_available
 from ..services.whisper import WhisperSTT, whisper_available, whisper_installed, whisper_label
 from ..testing import FrameMarbles, Segment, Transcript
 from ._common import CLIError
@@ -94,7 +98,7 @@ def transcribe(
     clock = Session(scheduler).clock
     t0 = clock()
     spans: list[list[float]] = []
-    words: list[tuple[float, str]] = []
+    words: list[tuple[float, str, Utterance | None]] = []
     position = [0.0]
 
     def seen(frame: Any) -> None:
@@ -105,7 +109,8 @@ def transcribe(
         elif isinstance(frame, F.VADUserStoppedSpeakingFrame) and spans:
             spans[-1][1] = max(spans[-1][0], position[0] - frame.stop_secs)
         elif isinstance(frame, F.TranscriptionFrame):
-            words.append((position[0], frame.text))
+            span = frame.result if isinstance(frame.result, Utterance) else None
+            words.append((position[0], frame.text, span))
 
     source = FrameMarbles(scheduler=scheduler).from_timeline(items)  # never completes: the EndFrame ends it
     down, _up = pipeline(VADProcessor(make), stt).duplex(source, reactivex.never())
@@ -115,14 +120,32 @@ def transcribe(
         scheduler.advance_to(t0 + end + 1.0)
     finally:
         subscriptions.dispose()
-    segments: list[Segment] = []
-    for start, end in spans:
-        said = [text for at, text in words if at >= end]
-        if said:
-            text = said[0]
-            words.remove(next(w for w in words if w[1] is text))
-            segments.append(Segment(text, round(start, 3), round(max(end, start), 3), True))
+    placed = sorted(_place(words, spans), key=lambda p: p[1])  # stable: a span's finals keep their order
+    segments = [Segment(text, round(start, 3), round(max(end, start), 3), True) for text, start, end in placed]
     return Transcript(tuple(segments), RATE, round(recording.duration, 3))
+
+
+def _place(words: list[tuple[float, str, Utterance | None]],
+           spans: list[list[float]]) -> list[tuple[str, float, float]]:
+    """Each final as its own utterance (text, start, end): none dropped, none merged with another.
+
+    A final whose ``result`` is an :class:`~rxvoice.services.stt.Utterance`
+    (every stage built on ``STTService``) is timed by the span it says it came
+    from, however late it arrives. One without (another kind of stage) is
+    timed by the last VAD span that ended before it arrived (the first span if
+    none had; the moment it arrived if there is no span at all).
+    """
+    placed: list[tuple[str, float, float]] = []
+    for at, text, span in words:
+        if not text.strip():
+            continue
+        if span is not None:
+            placed.append((text, span.start, span.end))
+            continue
+        ended = [(start, end) for start, end in spans if end <= at + 1e-9]
+        start, end = ended[-1] if ended else spans[0] if spans else (at, at)
+        placed.append((text, start, end))
+    return placed
 
 
 def recognized_words(

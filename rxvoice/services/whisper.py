@@ -36,8 +36,9 @@ no-speech probability, and Whisper's own text.
 Threads: one transcription per session at a time (a session's jobs are
 queued), on :func:`whisper_offload`, a pool of :data:`WHISPER_WORKERS`
 threads shared by every session of the process (``RXVOICE_WHISPER_WORKERS``,
-default: the number of cores, at most 4), each transcription running on one
-CTranslate2 thread (``cpu_threads=1``). CTranslate2 releases the GIL while it
+default: the number of cores, at most 4), each transcription running on
+:data:`WHISPER_THREADS` CTranslate2 threads (``RXVOICE_WHISPER_THREADS``,
+default 1). CTranslate2 releases the GIL while it
 runs, so the event loop and the other sessions go on. One model is loaded per
 process and shared (it holds no per-session state); loading takes 0.3-0.8 s,
 on the worker, when the first session starts.
@@ -77,9 +78,10 @@ from ..frames import TranscriptionFrame
 from ..pipeline.processor import Port
 from .spoken import spoken_words
 from .stt import _FINISH, Recognizer, STTService, Utterance, _STTSession
-from .whisper_model import WHISPER_SIZES, check_whisper_model, find_whisper_model, whisper_model_spec
+from .whisper_model import WHISPER_SIZES, check_whisper_model, env_count, find_whisper_model, whisper_model_spec
 
 __all__ = [
+    "WHISPER_THREADS",
     "WHISPER_WORKERS",
     "WhisperResult",
     "WhisperSTT",
@@ -95,21 +97,15 @@ log = logging.getLogger("rxvoice.services.whisper")
 _RATE = 16000
 
 
-def _workers() -> int:
-    raw = os.environ.get("RXVOICE_WHISPER_WORKERS", "").strip()
-    if raw:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigurationError(f"RXVOICE_WHISPER_WORKERS must be a whole number, got {raw!r}") from None
-        if not 1 <= value <= 64:
-            raise ConfigurationError(f"RXVOICE_WHISPER_WORKERS must be 1..64, got {value}")
-        return value
-    return max(1, min(4, os.cpu_count() or 1))
+def _threads() -> int:
+    return env_count("RXVOICE_WHISPER_THREADS", 1, 16)
 
 
-WHISPER_WORKERS = _workers()
-"""Threads transcribing for all the process's WhisperSTT sessions (each transcription uses one)."""
+WHISPER_WORKERS = env_count("RXVOICE_WHISPER_WORKERS", max(1, min(4, os.cpu_count() or 1)), 64)
+"""Threads transcribing for all the process's WhisperSTT sessions (``RXVOICE_WHISPER_WORKERS``)."""
+WHISPER_THREADS = _threads()
+"""CTranslate2 threads each transcription runs on (``RXVOICE_WHISPER_THREADS``, default 1): a final decodes
+faster with more, but all sessions share the cores (at most WHISPER_WORKERS x WHISPER_THREADS busy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +170,7 @@ def whisper_label() -> str:
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
-_MODELS: dict[tuple[str, str, int, tuple[float, float] | None], Any] = {}
+_MODELS: dict[tuple[str, str, int, int, tuple[float, float] | None], Any] = {}
 
 
 def whisper_offload(job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -201,12 +197,13 @@ def _shared_model(folder: str, compute_type: str, window: tuple[float, float] | 
     ``margin`` seconds of Whisper's padding, at least ``least`` seconds, not
     the full 30 s window (None).
     """
-    key = (folder, compute_type, WHISPER_WORKERS, window)
+    key = (folder, compute_type, WHISPER_WORKERS, WHISPER_THREADS, window)
     with _LOCK:
         model = _MODELS.get(key)
         if model is None:
             try:
-                model = _model_class()(folder, device="cpu", compute_type=compute_type, cpu_threads=1,
+                model = _model_class()(folder, device="cpu", compute_type=compute_type,
+                                       cpu_threads=WHISPER_THREADS,
                                        num_workers=WHISPER_WORKERS, local_files_only=True)
             except Exception as exc:  # a file CTranslate2 cannot read
                 raise ModelError(f"the Whisper model at {folder} did not load ({exc}): run "
@@ -267,6 +264,7 @@ class _WhisperRecognizer:
         self.fresh = 0  # bytes of the running segment not yet transcribed
         self.interim_bytes = round(stt.interim_interval * _RATE) * 2
         self.context_bytes = round(stt.context * _RATE) * 2
+        self.tails = 0  # finals whose dropped tail was read again and gave words
 
     def accept(self, audio: bytes) -> str | None:
         self.audio += audio
@@ -280,6 +278,8 @@ class _WhisperRecognizer:
         if not self.audio:
             return ""
         heard = self._transcribe()
+        if self.stt.dropped_tail is not None:
+            heard = self._reread_tail(heard)
         if self.context_bytes:
             self.context = (self.context + self.audio)[-self.context_bytes:]
             self.said = (self.said + [_bare(w) for w in heard.split()])[-4 * _ALIGN_WORDS:]
@@ -292,11 +292,24 @@ class _WhisperRecognizer:
         self.context = bytearray()
 
     def _transcribe(self, *, context: bool = True) -> _Heard:
-        stt = self.stt
         before = self.context if context else bytearray()
         pcm = bytes(before + self.audio)
         samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
         boundary = len(before) / 2 / _RATE
+        spoken = self._tokens(samples)
+        mine = spoken[_split(spoken, boundary, self.said if before else [])]
+        heard = _Heard(" ".join(t.text for t in mine))
+        heard.words = tuple((t.text, round(max(0.0, t.start - boundary), 3), round(max(0.0, t.end - boundary), 3),
+                             round(t.probability, 3)) for t in mine)
+        by_segment = {t.segment: (t.avg_logprob, t.no_speech_prob) for t in mine}
+        heard.avg_logprob = round(sum(a for a, _ in by_segment.values()) / len(by_segment), 3) if by_segment else 0.0
+        heard.no_speech_prob = round(max((n for _, n in by_segment.values()), default=0.0), 3)
+        heard.heard = " ".join(t.written for t in mine if t.first)
+        return heard
+
+    def _tokens(self, samples: np.ndarray[Any, Any]) -> list[_Token]:
+        """Whisper's words for ``samples`` as spoken words (times in seconds into ``samples``)."""
+        stt = self.stt
         seconds = len(samples) / _RATE
         options: dict[str, Any] = dict(
             language="en", beam_size=stt.beam_size, best_of=1, temperature=0.0, condition_on_previous_text=False,
@@ -319,15 +332,63 @@ class _WhisperRecognizer:
                     start = w.start + i * step
                     spoken.append(_Token(text, start, start + step, float(w.probability), w.word.strip(), index,
                                          float(segment.avg_logprob), float(segment.no_speech_prob), i == 0))
-        mine = spoken[_split(spoken, boundary, self.said if before else [])]
-        heard = _Heard(" ".join(t.text for t in mine))
-        heard.words = tuple((t.text, round(max(0.0, t.start - boundary), 3), round(max(0.0, t.end - boundary), 3),
-                             round(t.probability, 3)) for t in mine)
-        by_segment = {t.segment: (t.avg_logprob, t.no_speech_prob) for t in mine}
-        heard.avg_logprob = round(sum(a for a, _ in by_segment.values()) / len(by_segment), 3) if by_segment else 0.0
-        heard.no_speech_prob = round(max((n for _, n in by_segment.values()), default=0.0), 3)
-        heard.heard = " ".join(t.written for t in mine if t.first)
-        return heard
+        return spoken
+
+    def _reread_tail(self, heard: _Heard) -> _Heard:
+        """The final with the words Whisper stopped before: its tail decoded again when speech follows the last word.
+
+        Whisper sometimes ends a transcription early, dropping the segment's
+        last words. When more than ``dropped_tail`` seconds of speech-like
+        audio (20 ms frames within 20 dB of the segment's loud frames) follow
+        the last word's end, that tail is transcribed again (with the second
+        of audio before it, the words kept are those after the cut) and its
+        words with a probability of at least :data:`_TAIL_PROBABILITY` are
+        added (not a first word that repeats the final's last one; none when
+        more words come back than 3.5 a second of the tail's speech, which
+        Whisper makes up in noise).
+        """
+        if not heard.words:
+            return heard  # nothing heard at all: not a dropped tail (noise, silence)
+        samples = np.frombuffer(bytes(self.audio), dtype="<i2").astype(np.float32) / 32768.0
+        cut = min(len(samples), round(heard.words[-1][2] * _RATE))
+        speech = _speech_seconds(samples, cut)
+        if speech <= self.stt.dropped_tail:  # type: ignore[operator]
+            return heard
+        lead = min(cut, round(_TAIL_LEAD * _RATE))  # the words before it, so the tail is not heard out of context
+        tail = [t for t in self._tokens(samples[cut - lead:]) if (t.start + t.end) / 2 * _RATE >= lead]
+        if tail and _bare(tail[0].text) == _bare(heard.words[-1][0]):
+            tail = tail[1:]
+        if len(tail) > 1 + _TAIL_RATE * speech:
+            return heard  # more words than the tail can hold (3.5 a second of speech): Whisper making them up
+        tail = [t for t in tail if t.probability >= _TAIL_PROBABILITY]
+        if not tail:
+            return heard
+        cut -= lead
+        offset = cut / _RATE
+        more = _Heard(" ".join([*heard.split(), *(t.text for t in tail)]))
+        more.words = heard.words + tuple((t.text, round(offset + t.start, 3), round(offset + t.end, 3),
+                                          round(t.probability, 3)) for t in tail)
+        more.avg_logprob, more.no_speech_prob = heard.avg_logprob, heard.no_speech_prob
+        more.heard = " ".join([heard.heard, *(t.written for t in tail if t.first)]).strip()
+        self.tails += 1
+        return more
+
+
+_TAIL_PROBABILITY = 0.3
+_TAIL_LEAD = 1.0  # seconds before the tail decoded with it
+_TAIL_RATE = 3.5  # words a second of speech, at most, a tail's re-read may add
+_FRAME = 320  # 20 ms at 16 kHz
+
+
+def _speech_seconds(samples: np.ndarray[Any, Any], cut: int) -> float:
+    """Seconds of speech-like 20 ms frames after sample ``cut``: within 20 dB of the segment's loud frames."""
+    frames = len(samples) // _FRAME
+    if frames == 0 or cut >= frames * _FRAME:
+        return 0.0
+    rms = np.sqrt(np.mean(samples[:frames * _FRAME].reshape(frames, _FRAME) ** 2, axis=1))
+    loud = float(np.percentile(rms, 95))
+    floor = max(loud * 0.1, 10 ** (-50 / 20))
+    return float(np.count_nonzero(rms[cut // _FRAME:] >= floor)) * _FRAME / _RATE
 
 
 def _silent(segment: Any) -> bool:
@@ -444,6 +505,9 @@ class WhisperSTT(STTService):
         window_margin: seconds of Whisper's padding the encoder reads after the audio (None: the
             full 30 s window, as Whisper does; default 5 s, at least ``min_window`` in all).
         min_window: the least the encoder reads, in seconds (default 10 s).
+        dropped_tail: when more than this many seconds of speech-like audio follow a final's last
+            word, Whisper stopped early: that tail is transcribed again and its words of probability
+            0.3 or more are added (default 0.5 s; None: never).
         compute_type: CTranslate2's type (``int8``; ``float32`` is slower, no better here).
         verify: check the model files' sha256 at construction (once per process).
         **kwargs: As for :class:`~rxvoice.services.stt.STTService`; ``offload``
@@ -468,6 +532,7 @@ class WhisperSTT(STTService):
         beam_size: int = 5,
         window_margin: float | None = 5.0,
         min_window: float = 10.0,
+        dropped_tail: float | None = 0.5,
         compute_type: str = "int8",
         verify: bool = True,
         **kwargs: Any,
@@ -493,6 +558,9 @@ class WhisperSTT(STTService):
             raise ConfigurationError(f"window_margin must be 0..30 seconds or None, got {window_margin!r}")
         if isinstance(min_window, bool) or not isinstance(min_window, int | float) or not 1 <= min_window <= 30:
             raise ConfigurationError(f"min_window must be 1..30 seconds, got {min_window!r}")
+        if dropped_tail is not None and (isinstance(dropped_tail, bool) or not isinstance(dropped_tail, int | float)
+                                         or not 0.1 <= dropped_tail <= 30):
+            raise ConfigurationError(f"dropped_tail must be 0.1..30 seconds or None, got {dropped_tail!r}")
         if compute_type not in ("int8", "int8_float32", "float32"):
             raise ConfigurationError(f"compute_type must be int8, int8_float32 or float32, got {compute_type!r}")
         folder = check_whisper_model(find_whisper_model(model_path, size=size), verify=verify, size=size)
@@ -507,6 +575,7 @@ class WhisperSTT(STTService):
         self.beam_size = beam_size
         self.window = None if window_margin is None else (float(window_margin), float(min_window))
         self.compute_type = compute_type
+        self.dropped_tail = None if dropped_tail is None else float(dropped_tail)
 
     def __repr__(self) -> str:
         return f"WhisperSTT({self.model_folder!r})"

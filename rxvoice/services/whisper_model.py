@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..audio.turn.model import cache_dir, sha256_file
-from ..errors import ModelError, ModelNotFoundError
+from ..errors import ConfigurationError, ModelError, ModelNotFoundError
 
 __all__ = [
     "DEFAULT_WHISPER_SIZE",
@@ -354,3 +354,21 @@ def _copy_files(spec: WhisperModelSpec, sources: list[Path], into: Path) -> None
     finally:
         for archive in archives:
             archive.close()
+
+
+def env_count(name: str, default: int, high: int) -> int:
+    """A whole number 1..``high`` from the environment variable ``name`` (``default`` when unset or blank).
+
+    Raises:
+        ConfigurationError: not a whole number, or out of range (the message names the variable).
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from None
+    if not 1 <= value <= high:
+        raise ConfigurationError(f"{name} must be 1..{high}, got {value}")
+    return value

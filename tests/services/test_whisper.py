@@ -38,8 +38,11 @@ from rxvoice.services.whisper import (
     WhisperSTT,
     _looped,
     _shared_model,
+    _speech_seconds,
     _split,
+    _threads,
     _Token,
+    _WhisperRecognizer,
     whisper_offload,
 )
 from rxvoice.services.whisper_model import (
@@ -245,6 +248,55 @@ def test_a_segment_longer_than_whisper_s_window_is_split_without_losing_words(mo
     assert isinstance(final.result, WhisperResult) and final.result.words[-1].end > 30.0
 
 
+def _recognizer(audio: np.ndarray[Any, Any]) -> _WhisperRecognizer:
+    recognizer = WhisperSTT(offload=inline_offload).new_recognizer()
+    assert isinstance(recognizer, _WhisperRecognizer)
+    recognizer.audio = bytearray(audio.astype("<i2").tobytes())
+    return recognizer
+
+
+def test_a_dropped_tail_is_read_again_and_its_words_added(model: Path) -> None:
+    """Whisper stopping early, as it sometimes does: a final holding only the first of two sentences said in one
+    segment. More than dropped_tail seconds of speech follow its last word, so the tail is transcribed again:
+    the second sentence's words come after the first's, timed after them, each probable enough."""
+    (first, first_text), (second, second_text) = _turn_sentences()[0], _turn_sentences()[2]
+    one = first[: len(first) - round(0.15 * RATE)]
+    early = _recognizer(one)._transcribe(context=False)  # the words of the first sentence alone
+    assert word_error_rate(said(first_text), early) <= 0.2, early
+    both = np.concatenate((one, np.zeros(round(0.3 * RATE), dtype=np.int16), second[round(0.25 * RATE):]))
+    recognizer = _recognizer(both)
+    assert _speech_seconds(np.asarray(both, np.float32) / 32768.0, round(early.words[-1][2] * RATE)) > 0.5
+    heard = recognizer._reread_tail(early)
+    assert recognizer.tails == 1
+    assert heard.startswith(str(early)) and len(heard.words) == len(heard.split())
+    added = heard.split()[len(early.split()):]
+    assert word_error_rate(said(second_text), " ".join(added)) <= 0.25, (added, second_text)
+    assert all(p >= 0.3 and start >= early.words[-1][2] for _w, start, _e, p in heard.words[len(early.words):])
+    assert heard.heard.startswith(early.heard) and len(heard.heard) > len(early.heard)
+
+
+def test_a_final_that_ends_with_the_speech_is_not_read_again(model: Path) -> None:
+    """A sentence and the VAD's stop of silence: no speech after the last word, nothing read again."""
+    samples, text = _turn_sentences()[0]
+    recognizer = _recognizer(samples)
+    heard = recognizer._transcribe(context=False)
+    assert word_error_rate(said(text), heard) <= 0.2
+    assert _speech_seconds(np.asarray(samples, np.float32) / 32768.0, round(heard.words[-1][2] * RATE)) < 0.5
+    assert recognizer._reread_tail(heard) is heard and recognizer.tails == 0
+    assert _speech_seconds(np.zeros(RATE, np.float32), 0) == 0.0
+
+
+def test_whisper_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RXVOICE_WHISPER_THREADS", raising=False)
+    assert _threads() == 1
+    monkeypatch.setenv("RXVOICE_WHISPER_THREADS", " 2 ")
+    assert _threads() == 2
+    for bad in ("two", "0", "99"):
+        monkeypatch.setenv("RXVOICE_WHISPER_THREADS", bad)
+        with pytest.raises(ConfigurationError, match="RXVOICE_WHISPER_THREADS"):
+            _threads()
+
+
 def test_a_long_segment_gets_interim_frames_and_a_short_one_none(model: Path) -> None:
     """interim_interval 2 s: a 5 s stretch gets guesses while it runs, then its final; a 1.5 s one only its final."""
     samples = booking_samples()
@@ -361,7 +413,8 @@ def test_install_checks_every_file_and_refuses_a_mismatch(model: Path, tmp_path:
 
 def test_bad_settings_are_refused(model: Path) -> None:
     for kwargs in ({"context": -1}, {"context": 60}, {"beam_size": 0}, {"compute_type": "float16"},
-                   {"interim_interval": 0}, {"language": "de"}):
+                   {"interim_interval": 0}, {"language": "de"}, {"dropped_tail": 0}, {"dropped_tail": True},
+                   {"dropped_tail": "1"}):
         with pytest.raises(ConfigurationError):
             WhisperSTT(**kwargs)  # type: ignore[arg-type]
 
