@@ -265,8 +265,12 @@ def _check(actions: list[tuple[str, Direction, float]], script: list[Reply], *, 
         (down if direction is DOWN else up).append((t, frame))
     down.append((t + 5.0, F.EndFrame()))
     unencodable: list[str] = []
+    developer = [0, 0]  # developer (recovery) messages ever added, and how many the context holds now
 
     def strict_json(snapshot: Any) -> None:
+        held = sum(1 for m in snapshot.messages if not isinstance(m, LLMSpecificMessage) and m["role"] == "developer")
+        developer[0] += max(0, held - developer[1])  # counted as added: a reset that drops them does not undo the run
+        developer[1] = held
         for m in snapshot.messages:
             if not isinstance(m, LLMSpecificMessage):
                 try:
@@ -323,7 +327,7 @@ def _check(actions: list[tuple[str, Direction, float]], script: list[Reply], *, 
     # At most one model run per user message written, plus what the stream asked for itself.
     asked = sum(1 for i, (kind, direction, _) in enumerate(actions) if direction is DOWN and (
         kind in RUN_TRIGGERS or (kind in ("append", "update") and i % 2 == 0)))
-    recoveries = sum(1 for m in messages if m["role"] == "developer")
+    recoveries = developer[0]  # every recovery prompt added, even one a later update of the context dropped
     runs = sum(1 for r in llm.runs if r.direction is DOWN)
     assert runs <= len(written) + recoveries + len(reopened) + asked, (
         runs, len(written), recoveries, len(reopened), asked)
