@@ -211,8 +211,9 @@ class Session(Scheduler):
         receiver only passes it on): such an item goes to ``link.emit_down``
         directly, one call less.
         """
-        if passes is not None:
-            return self._passing_door(receive, reject, kind, passes)
+        handled: Container[type] = passes[0] if passes is not None else ()
+        link: Any = passes[1] if passes is not None else None  # used only with ``passes``
+        passing = passes is not None
         lock = self._lock
         queue = self._queue
         acquire = lock.acquire
@@ -228,52 +229,10 @@ class Session(Scheduler):
                 return
             if not queue and acquire(False):
                 try:
-                    receive(item)
-                except Exception:
-                    log.exception("a call inside the session raised; the session goes on")
-                finally:
-                    if queue:
-                        drain()
-                    release()
-            else:
-                queue.append((receive, item))
-            while queue and acquire(False):  # a call queued while the owner was releasing
-                try:
-                    drain()
-                finally:
-                    release()
-
-        return enter
-
-    def _passing_door(
-        self, receive: Callable[[Any], Any], reject: Callable[[Any], Any], kind: type,
-        passes: tuple[Container[type], Any],
-    ) -> Callable[[Any], None]:
-        """:meth:`door` for a receiver that only passes on the types it does not handle.
-
-        The same body as :meth:`door`'s with one branch more, written out on purpose: folding the two
-        into one closure would cost the plain door a test per frame, or this one the call it saves.
-        """
-        handled, link = passes
-        lock = self._lock
-        queue = self._queue
-        acquire = lock.acquire
-        release = lock.release
-        drain = self._drain
-        run = self.run
-
-        def enter(item: Any) -> None:
-            if self.disposed:
-                return
-            if not isinstance(item, kind):
-                run(reject, item)
-                return
-            if not queue and acquire(False):
-                try:
-                    if type(item) in handled:
-                        receive(item)
-                    else:
+                    if passing and type(item) not in handled:
                         link.emit_down(item)
+                    else:
+                        receive(item)
                 except Exception:
                     log.exception("a call inside the session raised; the session goes on")
                 finally:
