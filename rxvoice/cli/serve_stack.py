@@ -142,7 +142,7 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
         watch.analyzer = WatchedSilero(params)
         return watch.analyzer
 
-    turn_analyzer = models.turn_analyzer(watch.fallback) if models is not None else None
+    turn_analyzer = models.turn_analyzer(watch.fallback, watch.dropped) if models is not None else None
     words_end = models.words_end if models is not None else None
     stop = _stop_with(setup, turn_analyzer, words_end) if turn_analyzer is not None else stop_strategy(setup)
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])

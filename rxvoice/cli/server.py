@@ -162,13 +162,15 @@ class Models:
             self.decoders = DecoderPool()
             self.decoders.prewarm(1)  # the first caller does not pay for the first decoder
 
-    def turn_analyzer(self, on_fallback: Callable[[InferenceFallback], None]) -> EndOfTurnAnalyzer | None:
-        """A session's Smart Turn analyzer (its fallbacks reported to that session), or None."""
+    def turn_analyzer(self, on_fallback: Callable[[InferenceFallback], None],
+                      on_dropped: Callable[[], None] | None = None) -> EndOfTurnAnalyzer | None:
+        """A session's Smart Turn analyzer (its fallbacks and dropped verdicts reported to that session), or None."""
         if self.backend is None or not self.options.setup.named.needs_model:
             return None
         from ..inference import BackendTurnAnalyzer
 
-        return BackendTurnAnalyzer(self.backend, timeout=self.options.inference_timeout, on_fallback=on_fallback)
+        return BackendTurnAnalyzer(self.backend, timeout=self.options.inference_timeout, on_fallback=on_fallback,
+                                   on_dropped=on_dropped)
 
     def stt(self, on_fallback: Callable[[InferenceFallback], None]) -> STTService | None:
         """A session's STT stage when this process shares its engine (PocketSphinx), else None."""

@@ -56,6 +56,8 @@ class BackendTurnAnalyzer:
         params: Buffering of the streams (Smart Turn's defaults).
         on_fallback: Called with each :class:`~rxvoice.inference.InferenceFallback` (on the worker
             that waited; make one analyzer per session to report to that session).
+        on_dropped: Called (on the worker) for each verdict the session cancelled because it no longer
+            needed it.
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class BackendTurnAnalyzer:
         timeout: float = 1.0,
         params: SmartTurnParams | None = None,
         on_fallback: Callable[[InferenceFallback], None] | None = None,
+        on_dropped: Callable[[], None] | None = None,
     ) -> None:
         if not callable(getattr(backend, "turn_probabilities", None)):
             raise ConfigurationError(f"BackendTurnAnalyzer needs an InferenceBackend, got {backend!r}")
@@ -77,6 +80,7 @@ class BackendTurnAnalyzer:
         self.timeout = float(timeout)
         self.params = params or SmartTurnParams()
         self.on_fallback = on_fallback
+        self.on_dropped = on_dropped
         self.fallbacks = 0
         """Verdicts that fell back so far."""
         self.dropped = 0
@@ -88,7 +92,8 @@ class BackendTurnAnalyzer:
 
     def with_fallback(self, on_fallback: Callable[[InferenceFallback], None]) -> BackendTurnAnalyzer:
         """The same backend and settings, reporting to ``on_fallback`` (one per session)."""
-        return BackendTurnAnalyzer(self.backend, timeout=self.timeout, params=self.params, on_fallback=on_fallback)
+        return BackendTurnAnalyzer(self.backend, timeout=self.timeout, params=self.params, on_fallback=on_fallback,
+                                   on_dropped=self.on_dropped)
 
     def _judge(self, segment: Float32Array, stream: _BackendStream | None = None) -> float:
         """On the analysis worker: the backend's probability, or InferenceError after the fallback.
@@ -165,8 +170,14 @@ class _BackendStream(SmartTurnStream):
         try:
             return super().analyze()
         except _Dropped:
-            self._owner.dropped += 1
+            owner = self._owner
+            owner.dropped += 1
             log.debug("a Smart Turn verdict the session no longer needed was dropped")
+            if owner.on_dropped is not None:
+                try:
+                    owner.on_dropped()
+                except Exception:
+                    log.exception("a dropped-verdict handler failed; contained")
             return False, None
 
     def cancel(self) -> None:

@@ -165,7 +165,8 @@ def test_a_verdict_the_session_no_longer_needs_is_dropped_at_once_without_a_fall
 
     backend = Later()
     seen: list[InferenceFallback] = []
-    analyzer = BackendTurnAnalyzer(backend, timeout=30.0, on_fallback=seen.append)
+    drops: list[int] = []
+    analyzer = BackendTurnAnalyzer(backend, timeout=30.0, on_fallback=seen.append, on_dropped=lambda: drops.append(1))
     session = AnalyzerSession(analyzer, 16000)
     speech = (np.sin(np.arange(16000) / 5) * 8000).astype("<i2").tobytes()
     session.append(speech, 16000, True)
@@ -189,7 +190,8 @@ def test_a_verdict_the_session_no_longer_needs_is_dropped_at_once_without_a_fall
         assert result == [(False, None)]
         assert session.end() is False
     assert backend.asked == 1 and backend.futures[0].cancelled()
-    assert seen == [] and analyzer.fallbacks == 0 and analyzer.dropped == 1
+    assert seen == [] and analyzer.fallbacks == 0 and analyzer.dropped == 1 and drops == [1]
+    assert analyzer.with_fallback(seen.append).on_dropped is analyzer.on_dropped
     # the next pause: asked and answered as usual
     session.begin()
     result = []
