@@ -8,7 +8,8 @@ opened, so it cannot slow the sessions down), then admission
 (:mod:`.admission`; past the capacity the WebSocket is opened and closed at
 once with code 1013 and the reason ``server full: ...``, which a page can
 show, where a refused HTTP upgrade would reach it as a bare 1006), then the
-pipeline. ``GET /load`` answers ``{"load": ..., "sessions": ...,
+greeting (when given) and the pipeline (with ``lazy``, built at the client's
+first audio or words). ``GET /load`` answers ``{"load": ..., "sessions": ...,
 "capacity": ..., "lag_ms": ...}`` for the app's dispatcher or load balancer (with several workers also
 ``"worker_sessions"``, the answering process's own).
 
