@@ -27,7 +27,9 @@ within 1.0 s). Per N the table gives sessions held, latency p50/p90/p99, the
 lag p50/p90/p99, the Smart
 Turn verdict time p50/p99 as the server measured it (ask → answer: what an
 inference backend adds shows here), the Smart Turn questions asked per call
-(answered or fallen back), fallbacks, the server's CPU (its process tree: the
+(answered, fallen back or dropped), fallbacks, the verdicts dropped (the session gave them up: the
+caller spoke again, or the turn ended on the words and the silence, before the verdict was back), the
+server's CPU (its process tree: the
 workers, a process pool, a local Ray instance), its memory
 per active session, and, measured before the load, the memory and CPU of an
 idle connection (``--idle`` connections opened and left silent for a second, less the server's own CPU over
@@ -172,6 +174,7 @@ class Session:
     lags: list[float | None] = field(default_factory=list)
     verdicts_ms: list[float] = field(default_factory=list)
     fallbacks: int = 0
+    dropped: int = 0  # Smart Turn verdicts the session gave up (the caller spoke again, or the turn ended first)
     stops: list[float] = field(default_factory=list)  # end of speech → the VAD's stop event, per labeled end
     words: list[float] = field(default_factory=list)  # each final's arrival after the end of its speech (server STT)
 
@@ -196,6 +199,8 @@ async def client(port: int, call: Call, stt: str, delay: float, held_within: flo
                     result.verdicts_ms.append(float(event["ms"]))
                 elif kind == "fallback":
                     result.fallbacks += 1
+                elif kind == "verdict_dropped":
+                    result.dropped += 1
                 elif kind == "vad" and not event.get("speaking"):
                     vad_stops.append(time.monotonic())
                 elif kind == "final" and event.get("end") is not None:
@@ -299,6 +304,12 @@ class Run:
     refused: int = 0
     stops: list[float] = field(default_factory=list)
     words: list[float] = field(default_factory=list)
+    dropped: int = 0
+
+    @property
+    def asks(self) -> int:
+        """Smart Turn questions: answered, fallen back, or given up by the session (no longer needed)."""
+        return len(self.verdicts_ms) + self.fallbacks + self.dropped
 
     @property
     def p(self) -> tuple[float, float, float]:
@@ -348,7 +359,7 @@ def one_run(args: argparse.Namespace, stt: str, n: int, call: Call, reconnect: b
     verdicts = [v for s in sessions for v in s.verdicts_ms]
     return Run(n, held, values, lags, missed, verdicts, sum(s.fallbacks for s in sessions), cpu, (max(peak) - rss0) / n,
                rss_idle_mb, cpu_idle_ms, reconnects, refused, [x for s in sessions for x in s.stops],
-               [x for s in sessions for x in s.words])
+               [x for s in sessions for x in s.words], sum(s.dropped for s in sessions))
 
 
 # -- what an inference backend adds to a verdict (--backend-latency) ----------------------------------------------
@@ -488,7 +499,8 @@ def main() -> None:
           f"{args.held_lag} s, cores {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'stt':<13} {'N':>3} {'held':>7} {'p50 s':>6} {'p90 s':>6} {'p99 s':>6} {'lag p50/p90/p99 s':>18} "
           f"{'verdict p50/p99 ms':>19} "
-          f"{'asks/call':>9} {'fallbacks':>9} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} {'CPU ms/idle':>11} "
+          f"{'asks/call':>9} {'fallbacks':>9} {'dropped':>7} {'CPU':>5} {'MB/active':>9} {'MB/idle':>8} "
+          f"{'CPU ms/idle':>11} "
           f"{'VAD stop p50/p90 s':>18} {'words p50/p90 s':>15}")
     last: Run | None = None
     for stt in args.stt:
@@ -504,7 +516,7 @@ def main() -> None:
                     print(f"{stt:<13} {n:>3} {r.held:>3}/{n:<3} {p50:>6.2f} {p90:>6.2f} {p99:>6.2f} "
                           f"{l50:>6.2f}/{l90:.2f}/{l99:<5.2f} "
                           f"{pct(r.verdicts_ms, 0.5):>9.0f}/{pct(r.verdicts_ms, 0.99):<9.0f} "
-                          f"{(len(r.verdicts_ms) + r.fallbacks) / n:>9.1f} {r.fallbacks:>9} "
+                          f"{r.asks / n:>9.1f} {r.fallbacks:>9} {r.dropped:>7} "
                           f"{r.cpu:>5.0%} {r.rss_active_mb:>9.1f} {r.rss_idle_mb:>8.2f} {r.cpu_idle_ms:>11.2f} "
                           f"{pct(r.stops, 0.5):>9.2f}/{pct(r.stops, 0.9):<8.2f} "
                           f"{pct(r.words, 0.5):>7.2f}/{pct(r.words, 0.9):<7.2f}{tag}",
@@ -520,8 +532,8 @@ def main() -> None:
         l50, l90, l99 = last.lag
         print(f"n={last.n} held={last.held} p50_s={p50:.3f} p90_s={p90:.3f} p99_s={p99:.3f} "
               f"rss_idle_mb={last.rss_idle_mb:.2f} lag_p50_s={l50:.3f} lag_p90_s={l90:.3f} lag_p99_s={l99:.3f} "
-              f"cpu={last.cpu:.2f} asks_per_call={(len(last.verdicts_ms) + last.fallbacks) / last.n:.1f} "
-              f"words_p90_s={pct(last.words, 0.9):.3f}")
+              f"cpu={last.cpu:.2f} asks_per_call={last.asks / last.n:.1f} "
+              f"words_p90_s={pct(last.words, 0.9):.3f} fallbacks={last.fallbacks} dropped={last.dropped}")
 
 
 if __name__ == "__main__":

@@ -176,6 +176,10 @@ class PageWatch:
         self.send("fallback", question=fallback.kind, backend=fallback.backend, reason=fallback.reason,
                   waited=fallback.waited)
 
+    def dropped(self) -> None:
+        """A Smart Turn verdict was given up because the caller spoke again or the turn ended first (any thread)."""
+        self.send("verdict_dropped")
+
     def bot_turn(self, _agg: object, turn: AssistantTurnStopped) -> None:
         self.send("bot_turn", text=turn.content, interrupted=turn.interrupted)
 

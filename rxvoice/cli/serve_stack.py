@@ -127,11 +127,12 @@ def make_llm(choice: str, first_token_delay: float = 0.2) -> Stage:
     return ScriptedLLM(reply_to, token_delay=0.03, first_token_delay=first_token_delay)
 
 
-def make_stage(options: ServeOptions, transport: Any, models: Models | None = None) -> Stage:
+def make_stage(options: ServeOptions, transport: Any, models: Models | None = None, *, hello: bool = True) -> Stage:
     """One connection's pipeline, wired to tell the page what happens.
 
     ``models`` are what the process's sessions share (made by :func:`make_app`); without them the
-    session makes its own (a test, one pipeline).
+    session makes its own (a test, one pipeline). ``hello``: send the page the hello first (``False``:
+    it was sent as the connection opened, :func:`make_app`).
     """
     watch = PageWatch(transport, options)
     setup = models.setup if models is not None else options.setup
@@ -141,7 +142,7 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
         watch.analyzer = WatchedSilero(params)
         return watch.analyzer
 
-    turn_analyzer = models.turn_analyzer(watch.fallback) if models is not None else None
+    turn_analyzer = models.turn_analyzer(watch.fallback, watch.dropped) if models is not None else None
     words_end = models.words_end if models is not None else None
     stop = _stop_with(setup, turn_analyzer, words_end) if turn_analyzer is not None else stop_strategy(setup)
     context = LLMContext(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
@@ -163,7 +164,8 @@ def make_stage(options: ServeOptions, transport: Any, models: Models | None = No
     transport.on_close(subscription.dispose)
     heard = (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, InterimTranscriptionFrame, TranscriptionFrame)
     spoken = (TTSTextFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame, InterruptionFrame)
-    transport.send(models.hello if models is not None else {"type": "hello", "setup": options.describe()})
+    if hello:
+        transport.send(models.hello if models is not None else {"type": "hello", "setup": options.describe()})
     vad = VADProcessor(analyzer, batcher=models.vad_batcher if models is not None else None)
     stt = models.stt(watch.fallback) if models is not None else None
     if stt is None:
@@ -212,10 +214,14 @@ def make_app(options: ServeOptions, *, admission: Any = None, deploy: bool = Tru
         default_words_end()  # and the words' language model, not on the event loop when the first caller speaks
 
     def build(transport: Any) -> Stage:
-        return make_stage(options, transport, models)
+        return make_stage(options, transport, models, hello=False)
 
+    # The hello goes out as the connection opens; the pipeline is built when the caller first speaks (or sends
+    # words): a connection left open and silent costs its socket, not a session's objects (about 4 ms of CPU to
+    # build and start on a slow 2-core computer, and the collector's time over them while it lives).
     app = voice_app(build, allowed_origins=options.allowed_origins, max_sessions=options.max_sessions or 64,
-                    admission=admission, token=options.token, client_words=options.stt == "client")
+                    admission=admission, token=options.token, client_words=options.stt == "client", lazy=True,
+                    greeting=models.hello)
 
     async def close_models(_app: Any) -> None:
         models.close()

@@ -137,6 +137,7 @@ class InProcessBackend:
         batcher: a batcher to use (then ``model`` is not given).
         stt: ``"pocketsphinx"`` to transcribe segments, or ``None``.
         max_batch: The most windows in one model call.
+        concurrency: Model calls at once (the batcher's ``concurrency``; ``rxvoice serve``: the cores).
     """
 
     name = "in-process"
@@ -148,13 +149,15 @@ class InProcessBackend:
         batcher: SmartTurnBatcher | None = None,
         stt: str | None = None,
         max_batch: int = 32,
+        concurrency: int = 1,
     ) -> None:
         if batcher is not None and model is not None:
             raise ConfigurationError("give the Smart Turn model file or a batcher, not both")
         if stt is not None and stt not in STT_ENGINES:
             raise ConfigurationError(f"stt must be one of {', '.join(STT_ENGINES)} or None, got {stt!r}")
         self.batcher = batcher if batcher is not None else SmartTurnBatcher(SmartTurnAnalyzer(model),
-                                                                           max_batch=max_batch)
+                                                                           max_batch=max_batch,
+                                                                           concurrency=concurrency)
         self.stt = stt
         self.decoders = DecoderPool() if stt == "pocketsphinx" else None
 
@@ -185,11 +188,19 @@ class InProcessBackend:
 
 
 def _gather(futures: Sequence[concurrent.futures.Future[float]]) -> concurrent.futures.Future[list[float]]:
-    """One future of the results of several (the first error wins)."""
+    """One future of the results of several (the first error wins); cancelling it cancels those not yet
+    started (a window still queued at the batcher is then never judged)."""
     out: concurrent.futures.Future[list[float]] = concurrent.futures.Future()
     if not futures:
         out.set_result([])
         return out
+
+    def cancelled(f: concurrent.futures.Future[list[float]]) -> None:
+        if f.cancelled():
+            for inner in futures:
+                inner.cancel()
+
+    out.add_done_callback(cancelled)
     left = [len(futures)]
     lock = threading.Lock()
 

@@ -8,7 +8,8 @@ opened, so it cannot slow the sessions down), then admission
 (:mod:`.admission`; past the capacity the WebSocket is opened and closed at
 once with code 1013 and the reason ``server full: ...``, which a page can
 show, where a refused HTTP upgrade would reach it as a bare 1006), then the
-pipeline. ``GET /load`` answers ``{"load": ..., "sessions": ...,
+greeting (when given) and the pipeline (with ``lazy``, built at the client's
+first audio or words). ``GET /load`` answers ``{"load": ..., "sessions": ...,
 "capacity": ..., "lag_ms": ...}`` for the app's dispatcher or load balancer (with several workers also
 ``"worker_sessions"``, the answering process's own).
 
@@ -24,9 +25,10 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from aiohttp import WSCloseCode, web
 
@@ -108,6 +110,8 @@ def voice_app(
     sample_rate: int = 16000,
     header_timeout: float = 10.0,
     session_starts: SessionStarts | None = None,
+    lazy: bool = False,
+    greeting: Mapping[str, Any] | None = None,
 ) -> web.Application:
     """An aiohttp app: the page at ``/``, its files under ``/static/``, one pipeline per WebSocket at ``/ws``.
 
@@ -126,6 +130,11 @@ def voice_app(
         header_timeout: Seconds a client has to send its request headers.
         session_starts: How fast one address may open sessions (default: 32 at once, then 4 a second; behind
             a proxy that hides the callers' addresses, give one sized for all of them).
+        lazy: Build a connection's pipeline (``make_stage``) when its first audio or words arrive, not as
+            it opens: a connection that never speaks costs its socket and nothing more (see
+            :meth:`WebSocketAudioTransport.run`'s ``build``).
+        greeting: An event sent to each client as soon as its session is admitted (before its pipeline is
+            built, with ``lazy``): e.g. ``{"type": "hello", ...}``.
 
     ``app[LIVE_TRANSPORTS]`` holds the live connections, ``app[ADMISSION]`` the admission control.
     """
@@ -208,8 +217,12 @@ def voice_app(
 
         transport.on_close(release)  # after the pipeline's grace, even when the handler is cancelled
         try:
-            stage = make_stage(transport)
-            await transport.run(stage)
+            if greeting is not None:
+                transport.send(greeting)
+            if lazy:
+                await transport.run(build=lambda: make_stage(transport))
+            else:
+                await transport.run(make_stage(transport))
         except Exception as exc:
             log.exception("a connection's pipeline failed")
             if not ws.closed:

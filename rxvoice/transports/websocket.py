@@ -232,6 +232,7 @@ class WebSocketAudioTransport:
         self._ended: asyncio.Event | None = None
         self.started = False
         """Whether :meth:`run` has begun (from then on it releases everything itself, ``on_close`` last)."""
+        self._running = False  # whether the pipeline is subscribed (with run(build=...): once the client spoke)
 
     def on_close(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` when the connection's run ends (release what the app opened for it)."""
@@ -337,30 +338,49 @@ class WebSocketAudioTransport:
 
     # -- the run ----------------------------------------------------------------------
 
-    async def run(self, stage: Stage, *, on_start: Callable[[], None] | None = None) -> None:
+    async def run(self, stage: Stage | None = None, *, on_start: Callable[[], None] | None = None,
+                  build: Callable[[], Stage] | None = None) -> None:
         """Run ``stage`` for this connection until the client goes away; everything it holds is released then.
 
         ``on_start`` is called once the pipeline is subscribed (to send a greeting, ...). When the
         client leaves, the pipeline gets an ``EndFrame`` and ``limits.end_grace`` seconds to let it
         through (its last words recognized and written) before it is cancelled.
+
+        ``build`` instead of ``stage``: the pipeline is built and started when the client's first audio
+        or words arrive, so a connection that never speaks costs no pipeline (pings are answered all
+        the same). An error from ``build`` ends the run (it is raised here).
+
+        Raises:
+            ConfigurationError: neither or both of ``stage`` and ``build`` given.
         """
+        if (stage is None) == (build is None):
+            raise ConfigurationError("WebSocketAudioTransport.run takes a stage or a build function (one of them)")
         loop = asyncio.get_running_loop()
         self.loop = loop
         self._thread = threading.get_ident()
         self._ended = asyncio.Event()
         self.started = True
-        runnable = stage if isinstance(stage, Pipeline) else pipeline(stage)
-        session = Session(loop_scheduler(loop))
-        down, up = runnable.duplex(self._input, reactivex.never())
         subscriptions = CompositeDisposable()
-        writer = loop.create_task(self._write())
-        try:
+
+        def start(stage: Stage) -> None:
+            runnable = stage if isinstance(stage, Pipeline) else pipeline(stage)
+            session = Session(loop_scheduler(loop))
+            down, up = runnable.duplex(self._input, reactivex.never())
+            self._running = True
             subscriptions.add(up.subscribe(lambda _f: None, lambda _e: None, scheduler=session))
             subscriptions.add(down.subscribe(self._out, self._pipeline_failed, self._completed, scheduler=session))
             self._input.on_next(StartFrame(audio_in_sample_rate=self.sample_rate))
             if on_start is not None:
                 on_start()
-            await self._read(loop)
+
+        writer = loop.create_task(self._write())
+        try:
+            if stage is not None:
+                start(stage)
+                await self._read(loop)
+            else:
+                assert build is not None
+                await self._read(loop, lambda: start(build()))
         finally:
             # aiohttp cancels the handler when the client's connection drops: the close-down runs as a task of
             # its own, so the pipeline's last words still get their grace and everything is released after.
@@ -371,7 +391,10 @@ class WebSocketAudioTransport:
 
     async def _close_down(self, subscriptions: CompositeDisposable, writer: asyncio.Task[None]) -> None:
         try:
-            await self._finish()
+            if self._running:
+                await self._finish()
+            else:
+                self.ended_cleanly = True  # no pipeline was built: nothing to finish
         finally:
             self.closed = True
             assert self._ended is not None
@@ -421,7 +444,8 @@ class WebSocketAudioTransport:
         self.send({"type": "error", "message": f"the server's pipeline failed: {error}"})
         self._completed()
 
-    async def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _read(self, loop: asyncio.AbstractEventLoop, pending: Callable[[], None] | None = None) -> None:
+        """Read the client's messages into the pipeline; ``pending``: start it before the first frame."""
         limits = self.limits
         messages = _Bucket(limits.messages_per_second, loop.time())
         volume = _Bucket(limits.bytes_per_second, loop.time())
@@ -437,6 +461,9 @@ class WebSocketAudioTransport:
                     continue
                 frame = self._audio_in(data)
                 if frame is not None:
+                    if pending is not None:
+                        start, pending = pending, None
+                        start()
                     feed(frame)
                     wait = pace.borrow(len(data) / bytes_per_second, now)
                     if wait > 0:  # ahead of real time: stop reading, so the client's socket fills and it waits
@@ -453,6 +480,9 @@ class WebSocketAudioTransport:
                     await self.ws.close(code=close.code, message=close.reason.encode()[:120])
                     break
                 if words is not None:
+                    if pending is not None:
+                        start, pending = pending, None
+                        start()
                     feed(words)
             elif msg.type == WSMsgType.ERROR:
                 error = self.ws.exception()

@@ -99,7 +99,11 @@ class EndOfTurnAnalyzer(Protocol):
     reasons name it: ``"Smart Turn"``) and its streams a
     ``close()`` method (called once when the session ends, possibly while
     an ``analyze`` of it still runs on a worker if the session ended
-    mid-verdict).
+    mid-verdict) and a ``cancel()`` method: called on the session, while an
+    ``analyze`` of it is asked for or running, when its verdict can no
+    longer be used (the user spoke again, or the turn ended); the stream may
+    then drop the work and ``analyze`` answer ``(False, None)`` at once. A
+    stream without ``cancel`` judges every pause it is asked about.
     """
 
     def open_stream(self, sample_rate: int) -> EndOfTurnStream:
@@ -113,24 +117,40 @@ class AnalyzerSession:
     Everything but :meth:`analyze` is called on the session. Between
     :meth:`begin` and :meth:`end` (a verdict in flight) calls for the stream
     are held back in order and replayed by :meth:`end`; a change of sample
-    rate opens a fresh stream.
+    rate opens a fresh stream. A stream that can drop a verdict (``cancel``)
+    is told when its verdict became useless meanwhile: speech again (a
+    chunk the VAD calls speech) or the end of the turn (:meth:`clear`).
     """
 
-    __slots__ = ("_held", "analyzer", "busy", "rate", "stream")
+    __slots__ = ("_cancelled", "_held", "analyzer", "busy", "rate", "stream")
 
     def __init__(self, analyzer: EndOfTurnAnalyzer, sample_rate: int) -> None:
         self.analyzer = analyzer
         self.rate = sample_rate
         self.stream: EndOfTurnStream = analyzer.open_stream(sample_rate)
         self.busy = False
+        self._cancelled = False
         self._held: list[Callable[[], bool]] = []
 
     def append(self, pcm: bytes, sample_rate: int, is_speech: bool) -> bool:
         """Feed a chunk; ``True`` when the stream's silence fallback says the turn is over."""
         if self.busy:
+            if is_speech:
+                self._cancel()  # speech again: the verdict on the pause before it is stale
             self._held.append(lambda: self._append(pcm, sample_rate, is_speech))
             return False
         return self._append(pcm, sample_rate, is_speech)
+
+    def _cancel(self) -> None:
+        """The verdict in flight is no longer needed: a stream that can drop it is told (once)."""
+        cancel: Any = getattr(self.stream, "cancel", None)
+        if self._cancelled or not callable(cancel):
+            return
+        self._cancelled = True
+        try:
+            cancel()
+        except Exception:
+            log.exception("cancelling an end-of-turn verdict failed; contained")
 
     def _append(self, pcm: bytes, sample_rate: int, is_speech: bool) -> bool:
         if sample_rate != self.rate:
@@ -142,6 +162,7 @@ class AnalyzerSession:
     def clear(self) -> bool:
         """Forget the buffered audio."""
         if self.busy:
+            self._cancel()  # the turn ended: its verdict is not needed any more
             self._held.append(self._clear)
             return False
         return self._clear()
@@ -164,9 +185,12 @@ class AnalyzerSession:
     def begin(self) -> None:
         """A verdict is about to be asked for on a worker: hold everything else back."""
         self.busy = True
+        self._cancelled = False
 
     def analyze(self) -> tuple[bool, float | None]:
-        """The verdict (on the worker)."""
+        """The verdict (on the worker); ``(False, None)`` when it was cancelled before it started."""
+        if self._cancelled:
+            return False, None
         return self.stream.analyze()
 
     def end(self) -> bool:

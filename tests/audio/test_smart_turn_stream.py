@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -236,6 +237,77 @@ def test_submitted_windows_are_judged_on_the_shared_pool(
         batcher.close()
 
 
+def meeting(analyzer: SmartTurnAnalyzer, parties: int, calls: list[int]) -> None:
+    """Make each batched model call wait (bounded) until ``parties`` calls run at once: only concurrent
+    batches get through."""
+    real = analyzer.probabilities
+    barrier = threading.Barrier(parties, timeout=20)
+
+    def probabilities(windows: Any) -> list[float]:
+        calls.append(len(windows))
+        barrier.wait()
+        return real(windows)
+
+    analyzer.probabilities = probabilities  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("mode", ["submit", "blocking"])
+def test_two_batches_run_at_once_with_concurrency_two(smart_turn_model: Path, turn_audio: dict[str, np.ndarray],
+                                                      mode: str) -> None:
+    """``concurrency=2``: two windows asked together are judged by two model calls running at the same time (one
+    alone would wait at the barrier until it broke), with the unbatched probabilities."""
+    analyzer = SmartTurnAnalyzer(smart_turn_model)
+    clips = list(turn_audio.values())[:2]
+    alone = [analyzer.probability(c) for c in clips]
+    calls: list[int] = []
+    meeting(analyzer, 2, calls)
+    batcher = SmartTurnBatcher(analyzer, concurrency=2)
+    try:
+        if mode == "submit":
+            futures = [batcher.submit(c) for c in clips]
+            assert [f.result(timeout=60) for f in futures] == alone
+        else:
+            results: dict[int, float] = {}
+
+            def ask(i: int) -> None:
+                results[i] = batcher.probability(clips[i])
+
+            callers = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+            for t in callers:
+                t.start()
+            for t in callers:
+                t.join(timeout=60)
+            assert [results.get(i) for i in range(2)] == alone
+        assert calls == [1, 1] and batcher.calls == 2
+    finally:
+        batcher.close()
+
+
+def test_one_batch_at_a_time_by_default(smart_turn_model: Path, turn_audio: dict[str, np.ndarray]) -> None:
+    """The default (``concurrency=1``) never runs two model calls at once: the barrier of two breaks."""
+    analyzer = SmartTurnAnalyzer(smart_turn_model)
+    clip = next(iter(turn_audio.values()))
+    calls: list[int] = []
+    real = analyzer.probabilities
+    barrier = threading.Barrier(2, timeout=1)
+
+    def probabilities(windows: Any) -> list[float]:
+        calls.append(len(windows))
+        with contextlib.suppress(threading.BrokenBarrierError):  # alone: as it should be
+            barrier.wait()
+        return real(windows)
+
+    analyzer.probabilities = probabilities  # type: ignore[method-assign]
+    batcher = SmartTurnBatcher(analyzer)
+    try:
+        first = batcher.submit(clip)
+        second = batcher.submit(clip)
+        assert first.result(timeout=60) == second.result(timeout=60)
+        assert barrier.broken
+    finally:
+        batcher.close()
+
+
 def test_closed_batcher_refuses_work(smart_turn_model: Path) -> None:
     """After close(), submissions and offloaded jobs raise ModelError."""
     batcher = SmartTurnBatcher(SmartTurnAnalyzer(smart_turn_model))
@@ -246,7 +318,8 @@ def test_closed_batcher_refuses_work(smart_turn_model: Path) -> None:
         batcher(lambda: None)
 
 
-@pytest.mark.parametrize("kwargs", [{"max_batch": 0}, {"waiters": 0}, {"window": -1}, {"window": True}])
+@pytest.mark.parametrize("kwargs", [{"max_batch": 0}, {"waiters": 0}, {"window": -1}, {"window": True},
+                                    {"concurrency": 0}, {"concurrency": 1.5}])
 def test_batcher_configuration_is_validated(smart_turn_model: Path, kwargs: dict[str, object]) -> None:
     """Bad batch sizes, waiter counts or windows raise ConfigurationError."""
     with pytest.raises(ConfigurationError):

@@ -27,6 +27,50 @@ def test_handlers_get_source_and_payload() -> None:
     assert got == [(src, 1), src]
 
 
+def test_methods_functions_and_other_callables_are_each_asked_for_their_own_arity() -> None:
+    """The arity is remembered per function (sessions register the same methods again and again): a bound
+    method counts without its ``self``, the same function bound to two objects twice, and callables that are
+    not functions (a partial, an object with ``__call__``, ``*args``) as they are."""
+    import functools
+
+    class Watch:
+        def __init__(self) -> None:
+            self.got: list[object] = []
+
+        def one(self, s: object) -> None:
+            self.got.append(("one", s))
+
+        def two(self, s: object, p: object) -> None:
+            self.got.append(("two", s, p))
+
+        def many(self, *args: object) -> None:
+            self.got.append(("many", *args))
+
+        @classmethod
+        def klass(cls, s: object, p: object) -> None:
+            seen.append(("klass", s, p))
+
+    class Caller:
+        def __call__(self, s: object) -> None:
+            seen.append(("call", s))
+
+    def both(tag: str, s: object, p: object) -> None:
+        seen.append((tag, s, p))
+
+    seen: list[object] = []
+    src = Source()
+    for _ in range(2):  # the second time from what was remembered
+        reg = EventRegistry(src, ["on_a"])
+        a, b = Watch(), Watch()
+        for h in (a.one, a.two, a.many, b.one, b.two, Watch.klass, Caller(), functools.partial(both, "p")):
+            reg.on("on_a", h)
+        reg.emit("on_a", 7)
+        assert a.got == [("one", src), ("two", src, 7), ("many", src, 7)]
+        assert b.got == [("one", src), ("two", src, 7)]
+        assert seen == [("klass", src, 7), ("call", src), ("p", src, 7)]
+        seen.clear()
+
+
 def test_decorator_form_and_off() -> None:
     """``@events.on(name)`` registers; ``off`` removes."""
     reg = EventRegistry(Source(), ["on_a"])

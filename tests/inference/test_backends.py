@@ -147,6 +147,151 @@ def test_a_backend_that_hangs_or_fails_falls_back_within_the_bound() -> None:
         assert analyzer.fallbacks == 1
 
 
+def test_a_verdict_the_session_no_longer_needs_is_dropped_at_once_without_a_fallback() -> None:
+    """The caller spoke again while the backend had not answered: the session cancels the verdict (through its
+    AnalyzerSession), the wait ends at once (not after the 30 s bound), the backend's future is cancelled, and no
+    fallback is reported; the next pause is judged as usual."""
+    from rxvoice.turns import AnalyzerSession
+
+    class Later(Hanging):
+        def __init__(self) -> None:
+            super().__init__()
+            self.futures: list[concurrent.futures.Future[list[float]]] = []
+
+        def turn_probabilities(self, windows: Sequence[Float32Array]) -> concurrent.futures.Future[list[float]]:
+            future = super().turn_probabilities(windows)
+            self.futures.append(future)
+            return future
+
+    backend = Later()
+    seen: list[InferenceFallback] = []
+    drops: list[int] = []
+    analyzer = BackendTurnAnalyzer(backend, timeout=30.0, on_fallback=seen.append, on_dropped=lambda: drops.append(1))
+    session = AnalyzerSession(analyzer, 16000)
+    speech = (np.sin(np.arange(16000) / 5) * 8000).astype("<i2").tobytes()
+    session.append(speech, 16000, True)
+    session.append(b"\0\0" * 3200, 16000, False)
+    for when in ("queued", "before"):
+        session.begin()
+        if when == "before":  # cancelled before the worker even started: the backend is not asked
+            session.append(speech[:640], 16000, True)
+        result: list[object] = []
+        worker = threading.Thread(target=lambda result=result: result.append(session.analyze()))  # type: ignore[misc]
+        worker.start()
+        if when == "queued":
+            for _ in range(500):
+                if backend.futures:
+                    break
+                threading.Event().wait(0.01)
+            assert backend.futures, "the backend was not asked"
+            session.append(speech[:640], 16000, True)  # speech again, while the verdict is on its way
+        worker.join(5)
+        assert not worker.is_alive(), "the wait for a verdict nobody needs went on"
+        assert result == [(False, None)]
+        assert session.end() is False
+    assert backend.asked == 1 and backend.futures[0].cancelled()
+    assert seen == [] and analyzer.fallbacks == 0 and analyzer.dropped == 1 and drops == [1]
+    assert analyzer.with_fallback(seen.append).on_dropped is analyzer.on_dropped
+    # the next pause: asked and answered as usual
+    session.begin()
+    result = []
+    worker = threading.Thread(target=lambda: result.append(session.analyze()))
+    worker.start()
+    for _ in range(500):
+        if len(backend.futures) == 2:
+            break
+        threading.Event().wait(0.01)
+    backend.futures[1].set_result([0.9])
+    worker.join(5)
+    assert result == [(True, 0.9)] and analyzer.dropped == 1
+
+
+def test_the_end_of_the_turn_cancels_a_verdict_in_flight_and_a_stream_without_cancel_is_judged() -> None:
+    from rxvoice.turns import AnalyzerSession
+
+    class Judged:
+        def __init__(self) -> None:
+            self.analyses = 0
+            self.cleared = 0
+
+        def append_audio(self, pcm: bytes, is_speech: bool) -> bool:
+            return False
+
+        def analyze(self) -> tuple[bool, float | None]:
+            self.analyses += 1
+            return True, 0.8
+
+        def clear(self) -> None:
+            self.cleared += 1
+
+        def update_vad_start_secs(self, secs: float) -> None:
+            return None
+
+    class Cancellable(Judged):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cancels = 0
+
+        def cancel(self) -> None:
+            self.cancels += 1
+
+    class Opens:
+        def __init__(self, stream: Judged) -> None:
+            self.stream = stream
+
+        def open_stream(self, sample_rate: int) -> Judged:
+            return self.stream
+
+    plain, cancellable = Judged(), Cancellable()
+    for stream in (plain, cancellable):
+        session = AnalyzerSession(Opens(stream), 16000)  # type: ignore[arg-type]
+        session.begin()
+        session.clear()  # the turn ended on the words: the verdict is not needed
+        session.append(b"\0\0" * 160, 16000, True)
+        answer = session.analyze()
+        session.end()
+        assert stream.cleared == 1
+        if stream is cancellable:
+            assert answer == (False, None) and cancellable.cancels == 1 and cancellable.analyses == 0  # told once
+        else:
+            assert answer == (True, 0.8) and plain.analyses == 1  # no cancel: judged as before
+    session.begin()  # a new verdict: no longer cancelled
+    assert session.analyze() == (True, 0.8) and cancellable.analyses == 1
+
+
+def test_cancelling_the_in_process_backend_s_future_keeps_a_queued_window_from_being_judged(
+    smart_turn_model: Path,
+) -> None:
+    """A verdict given up on (dropped, or past its bound) costs no model time if it was still queued."""
+    from rxvoice.audio.turn import SmartTurnBatcher
+
+    analyzer = SmartTurnAnalyzer(smart_turn_model)
+    release = threading.Event()
+    real = analyzer.probabilities
+
+    def probabilities(ws: object) -> list[float]:
+        release.wait(20)  # the first batch holds the model while the second window waits in the queue
+        return real(ws)  # type: ignore[arg-type]
+
+    analyzer.probabilities = probabilities  # type: ignore[method-assign]
+    backend = InProcessBackend(batcher=SmartTurnBatcher(analyzer))
+    try:
+        ws = windows()
+        first = backend.turn_probabilities(ws[:1])
+        for _ in range(500):
+            if backend.batcher.calls:
+                break
+            threading.Event().wait(0.01)
+        second = backend.turn_probabilities(ws[1:2])
+        assert second.cancel()
+        release.set()
+        first.result(timeout=60)
+        assert backend.batcher.judged == 1  # the second window was never judged
+    finally:
+        release.set()
+        backend.close()
+
+
 def test_the_stt_stage_reports_a_backend_that_gives_no_words() -> None:
     seen: list[InferenceFallback] = []
     stt = BackendSTT(Hanging(), timeout=0.2, on_fallback=seen.append)

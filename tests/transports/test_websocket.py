@@ -255,3 +255,121 @@ def test_the_output_tells_the_client_to_pause_resume_and_stop_the_bot_s_voice() 
     rec = FrameMarbles().run(transport.output(), items, until=1)
     assert [e["type"] for e in sent] == ["pause", "resume", "pause", "interrupt"]
     assert len(rec.down_frames()) == 4
+
+
+def test_a_lazy_app_builds_a_connection_s_pipeline_only_when_its_client_first_speaks() -> None:
+    """``voice_app(lazy=True)``: the greeting at once, pings answered, no pipeline until audio; a silent client that
+    leaves is let go at once (no end grace for a pipeline that never was)."""
+    built: list[WebSocketAudioTransport] = []
+
+    def make(t: WebSocketAudioTransport) -> Any:
+        built.append(t)
+        return pipeline(Echo(), t.output())
+
+    async def go() -> None:
+        app = voice_app(make, lazy=True, greeting={"type": "hello", "n": 1}, limits=Limits(end_grace=5.0))
+        server = await serving(app)
+        try:
+            async with aiohttp.ClientSession() as client:
+                silent = await client.ws_connect(server.make_url("/ws"))
+                assert await next_event(silent, "hello") == {"type": "hello", "n": 1}
+                await silent.send_str('{"type": "ping"}')
+                await next_event(silent, "pong")
+                assert built == [] and len(app[LIVE_TRANSPORTS]) == 1
+                loop = asyncio.get_running_loop()
+                left = loop.time()
+                await silent.close()
+                for _ in range(100):
+                    if not app[LIVE_TRANSPORTS]:
+                        break
+                    await asyncio.sleep(0.02)
+                assert not app[LIVE_TRANSPORTS] and loop.time() - left < 2.0  # not held for the 5 s grace
+                assert built == []
+                async with client.ws_connect(server.make_url("/ws")) as ws:
+                    await next_event(ws, "hello")
+                    assert built == []
+                    await ws.send_bytes(b"\x07\x00" * 320)
+                    msg = await asyncio.wait_for(ws.receive(), 10)
+                    assert msg.type == aiohttp.WSMsgType.BINARY and msg.data[4:] == b"\x07\x00" * 320
+                    assert len(built) == 1
+                    await ws.send_bytes(b"\x08\x00" * 320)
+                    msg = await asyncio.wait_for(ws.receive(), 10)
+                    assert msg.data[4:] == b"\x08\x00" * 320 and len(built) == 1  # built once
+        finally:
+            await server.close()
+
+    run(go)
+
+
+def test_a_lazy_pipeline_that_fails_to_build_tells_its_client_and_frees_its_place() -> None:
+    def make(_t: WebSocketAudioTransport) -> Any:
+        raise RuntimeError("no model today")
+
+    async def go() -> None:
+        app = voice_app(make, lazy=True, max_sessions=1)
+        server = await serving(app)
+        try:
+            async with aiohttp.ClientSession() as client:
+                for _ in range(2):  # the place is given back: the second session is admitted too
+                    async with client.ws_connect(server.make_url("/ws")) as ws:
+                        await ws.send_bytes(b"\0\0" * 320)
+                        error = await next_event(ws, "error")
+                        assert "no model today" in error["message"]
+                    for _ in range(100):
+                        if not app[LIVE_TRANSPORTS]:
+                            break
+                        await asyncio.sleep(0.02)
+                    assert not app[LIVE_TRANSPORTS]
+        finally:
+            await server.close()
+
+    run(go)
+
+
+def test_run_takes_a_stage_or_a_build_function() -> None:
+    from rxvoice.errors import ConfigurationError
+
+    transport = WebSocketAudioTransport(None)  # type: ignore[arg-type]
+
+    async def go() -> None:
+        with pytest.raises(ConfigurationError):
+            await transport.run()
+        with pytest.raises(ConfigurationError):
+            await transport.run(Echo(), build=Echo)
+
+    run(go)
+
+
+def test_serve_greets_an_idle_connection_once_and_builds_its_session_when_it_speaks() -> None:
+    """``rxvoice serve``: the hello as the connection opens (once), no session objects while the caller is
+    silent, the whole pipeline (the page's events) once audio comes."""
+    options = serve.ServeOptions(stt="none", tts="paced", stop="speech-timeout")
+    app = serve.make_app(options)
+
+    def watches() -> int:
+        return len([o for o in gc.get_objects() if type(o).__name__ == "PageWatch"])
+
+    async def go() -> None:
+        server = await serving(app)
+        try:
+            async with aiohttp.ClientSession() as client, client.ws_connect(server.make_url("/ws")) as ws:
+                hello = await next_event(ws, "hello")
+                assert hello["setup"] == options.describe()
+                await ws.send_str('{"type": "ping"}')
+                await next_event(ws, "pong")
+                assert watches() == 0
+                for _ in range(5):
+                    await ws.send_bytes(b"\0\0" * 320)
+                await next_event(ws, "audio")  # the page's level trace (every fifth chunk): the session runs
+                assert watches() == 1
+                await ws.send_str('{"type": "ping"}')
+                while True:  # no second hello from the pipeline
+                    msg = await asyncio.wait_for(ws.receive(), 10)
+                    event = json.loads(msg.data) if msg.type == aiohttp.WSMsgType.TEXT else {}
+                    assert event.get("type") != "hello"
+                    if event.get("type") == "pong":
+                        break
+        finally:
+            await server.close()
+
+    run(go)

@@ -103,6 +103,7 @@ class SileroModel:
 
     _shared: ClassVar[dict[str, SileroModel]] = {}
     _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+    _default: ClassVar[SileroModel | None] = None
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None) -> None:
         """Load the model (the packaged ``silero_vad.onnx`` unless a path is given).
@@ -134,6 +135,8 @@ class SileroModel:
     @classmethod
     def shared(cls, model_path: str | os.PathLike[str] | None = None) -> SileroModel:
         """The process-wide model for this file (loaded on first use)."""
+        if model_path is None and cls._default is not None:
+            return cls._default  # the package's own file, found once (every session's analyzer asks)
         path = default_silero_model_path() if model_path is None else Path(model_path)
         key = str(path.resolve())
         with cls._shared_lock:
@@ -141,6 +144,8 @@ class SileroModel:
             if model is None:
                 model = cls(path)
                 cls._shared[key] = model
+            if model_path is None:
+                cls._default = model
             return model
 
     @property
@@ -256,8 +261,13 @@ class SileroStream:
         self._states = (np.zeros(_STATE_SHAPE, np.float32), np.zeros(_STATE_SHAPE, np.float32))
         self._output = np.zeros((1, 1), dtype=np.float32)
         self._current = 0
-        session = model._session
-        rate = model._rates[sample_rate]
+        self._bindings: list[Any] | None = None  # bound on the first window run alone (a batcher never needs them)
+
+    def _bind(self) -> list[Any]:
+        """The two onnxruntime IO bindings of a window run alone (state in one buffer, out to the other)."""
+        session = self._model._session
+        rate = self._model._rates[self._rate]
+        width = self._input.shape[1]
         bindings = []
         for source, target in ((0, 1), (1, 0)):
             binding = session.io_binding()
@@ -271,6 +281,7 @@ class SileroStream:
                                 state_out.ctypes.data)
             bindings.append(binding)
         self._bindings = bindings
+        return bindings
 
     @property
     def model(self) -> SileroModel:
@@ -312,7 +323,8 @@ class SileroStream:
         context = self._input.shape[1] - self._window
         self._input[0, context:] = window
         try:
-            self._model._session.run_with_iobinding(self._bindings[self._current])
+            bindings = self._bindings if self._bindings is not None else self._bind()
+            self._model._session.run_with_iobinding(bindings[self._current])
         except Exception as exc:  # onnxruntime raises its own exception types
             _log.warning("Silero VAD inference failed, confidence 0: %s", exc)
             return 0.0
