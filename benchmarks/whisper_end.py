@@ -19,8 +19,10 @@ It also keeps what ``fit_turn_wait.py`` extracts (Smart Turn's probability on
 the turn's audio so far, reading, length) and the turn's words as Whisper
 heard them, then prints the ROC AUC of each signal alone and of the logistic
 model of ``fit_turn_wait.py`` (bias, audio, words, reading, length),
-cross-validated by call (4 folds), with and without the new evidence, on the
-transcripts' words and on Whisper's.
+cross-validated by call (4 folds), with and without the new evidence (and its
+products with the words' term and with reading), on the transcripts' words and
+on Whisper's; the new evidence's AUC inside bands of the trigram's probability;
+and the shipped wait with it folded into the words' log-odds (:func:`operating`).
 
     python benchmarks/whisper_end.py TUNE_DIR --rows whisper-end.jsonl [--limit N]
     python benchmarks/whisper_end.py TUNE_DIR --rows whisper-end.jsonl --analyse
@@ -287,6 +289,15 @@ def analyse(rows: list[dict[str, Any]]) -> None:
         print(f"  logistic CV by call, {words}'s words: {base:.3f}")
         for kind in KINDS:
             print(f"    + Whisper {kind}: {cross_validated(design(rows, signal, words, kind), y, calls):.3f}")
+        x = design(rows, signal, words, "stop_vs_cont")
+        both = np.c_[x, x[:, 5] * x[:, 2], x[:, 5] * x[:, 3]]  # and its products with the words' term, reading
+        print(f"    + Whisper stop_vs_cont and its products: {cross_validated(both, y, calls):.3f}")
+        for lo, hi in ((0.0, 0.2), (0.2, 0.5), (0.5, 0.8), (0.8, 1.01)):
+            band = [i for i in outside if lo <= tri[i] < hi]
+            ys = [labels[i] for i in band]
+            s = [whisper_score(rows[i], "stop_vs_cont") for i in band]
+            print(f"    trigram {lo:.1f}-{min(hi, 1.0):.1f} ({len(band)} outside readings): Whisper stop_vs_cont "
+                  f"AUC {auc(s, ys):.3f}, trigram {auc([tri[i] for i in band], ys):.3f}")
     cpu = [r["cpu_probe"] for r in rows if "cpu_probe" in r]
     fin = [r["cpu_final"] for r in rows]
     print(f"  CPU s: the probe median {np.median(cpu):.4f} (p90 {np.percentile(cpu, 90):.4f}); "
