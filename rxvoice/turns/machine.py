@@ -557,29 +557,26 @@ class TurnMachine:
         """Timer ``(owner, key)`` of this session fired (:meth:`_decision` written out: most turns have one)."""
         s.deciding = True
         try:
-            self._timer(s, owner, key, now)
+            if type(owner) is Owner:
+                if owner == WATCHDOG:
+                    self._watchdog(s, now)
+                elif owner == IDLE_OWNER:
+                    s.idle, effects = idle_fired(s.idle)
+                    apply_effects(self, s, IDLE_OWNER, None, effects, now)
+                elif owner.kind == MUTE_OWNER.kind and owner.place < len(self.mute):
+                    i = owner.place
+                    s.mute_states[i], effects = self.mute[i].on_timer(s.mute_states[i], key, now)
+                    apply_effects(self, s, owner, None, effects, now)
+                    self._mute_verdict(s, now)
+            elif isinstance(owner, int) and 0 <= owner < len(s.controller.strategies):
+                strategy = s.controller.strategies[owner]
+                s.states[owner], effects = strategy.on_timer(s.states[owner], key, now)
+                if effects:
+                    apply_effects(self, s, owner, strategy, effects, now)
         finally:
             s.deciding = False
         if s.later:
             s.settle(now)
-
-    def _timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
-        if type(owner) is Owner:
-            if owner == WATCHDOG:
-                self._watchdog(s, now)
-            elif owner == IDLE_OWNER:
-                s.idle, effects = idle_fired(s.idle)
-                apply_effects(self, s, IDLE_OWNER, None, effects, now)
-            elif owner.kind == MUTE_OWNER.kind and owner.place < len(self.mute):
-                i = owner.place
-                s.mute_states[i], effects = self.mute[i].on_timer(s.mute_states[i], key, now)
-                apply_effects(self, s, owner, None, effects, now)
-                self._mute_verdict(s, now)
-        elif isinstance(owner, int) and 0 <= owner < len(s.controller.strategies):
-            strategy = s.controller.strategies[owner]
-            s.states[owner], effects = strategy.on_timer(s.states[owner], key, now)
-            if effects:
-                apply_effects(self, s, owner, strategy, effects, now)
 
     def on_result(self, s: TurnState, owner: int, key: str, value: Any, now: float) -> None:
         """A strategy's resource call came back (``value`` may be an exception).
