@@ -108,10 +108,13 @@ def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, Effects]:
     timeout, waiting, bot, user_turn, calls, paused, pending, _speaking = state  # built whole: every VAD edge
     if speaking:
         return build(IdleState, (timeout, False, bot, user_turn, calls, paused or waiting, pending, True)), _DISARM
-    return _resume(build(IdleState, (timeout, waiting, bot, user_turn, calls, paused, pending, False)))
+    if paused and not bot and not user_turn and calls == 0 and not pending:  # :func:`_resume`, written out
+        s = build(IdleState, (timeout, True, bot, user_turn, calls, False, pending, False))
+        return s, _arm(s)
+    return build(IdleState, (timeout, waiting, bot, user_turn, calls, paused, pending, False)), NOTHING
 
 
-def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tuple[IdleState, Effects]:
+def idle_step(state: IdleState, frame: Frame, answered: bool = False) -> tuple[IdleState, Effects]:
     """React to one frame of a type in :data:`IDLE_TYPES` or :data:`SPEECH_TYPES`.
 
     ``answered`` goes with a user turn's end: the turn wrote words and asked

@@ -285,7 +285,9 @@ class TurnMachine:
                     self._decide(s, frame, now, start_ok)
                 if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
                     # A turn announced elsewhere that no strategy here takes: the stage that announced it answers.
-                    self._idle(s, frame, now, answered=t is UserStoppedSpeakingFrame)
+                    s.idle, effects = idle_step(s.idle, frame, t is UserStoppedSpeakingFrame)  # :meth:`_idle`
+                    if effects:
+                        apply_effects(self, s, IDLE_OWNER, None, effects, now)
         finally:
             s.deciding = False
         if s.later:
@@ -532,7 +534,7 @@ class TurnMachine:
     # 5. the idle watch
 
     def _idle(self, s: TurnState, frame: Frame, now: float, *, answered: bool) -> None:
-        s.idle, effects = idle_step(s.idle, frame, answered=answered)
+        s.idle, effects = idle_step(s.idle, frame, answered)
         if effects:
             apply_effects(self, s, IDLE_OWNER, None, effects, now)
 

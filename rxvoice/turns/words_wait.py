@@ -197,7 +197,8 @@ class WordsWait:
             return build(WordsState, (False, True, speech_end, w.text, w.text_at, fresh, finalized, stt_done,
                                       grace_done, stt_timeout, w.stt_known)), effects
         if t is TranscriptionFrame:
-            if not has_words(frame):
+            text = getattr(frame, "text", "")  # :func:`has_words`, written out: every transcript
+            if not isinstance(text, str) or is_blank(text):
                 return w, NOTHING
             no_vad = not w.speaking and not w.vad_stopped  # :attr:`WordsState.no_vad`
             w = _words_in(w, frame, now)
