@@ -7,7 +7,8 @@ only its timed loop inside ``operator.call``, so callgrind can collect that
 call alone::
 
     for n in 50 150; do
-      PYTHONHASHSEED=0 setarch -R valgrind --tool=callgrind --collect-atstart=no \\
+      PYTHONPATH=$PWD PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 setarch -R valgrind --tool=callgrind \\
+        --collect-atstart=no \\
         --toggle-collect=_operator_call --callgrind-out-file=cg.turns.$n \\
         .venv/bin/python benchmarks/pair_instructions.py turns $n
     done
@@ -15,8 +16,13 @@ call alone::
 
 Configurations: ``floor``, ``external``, ``turns`` (as in ``pair_throughput.py``).
 Two turn counts in two processes, subtracted, cancel what does not grow with
-the conversation. ``--profile`` prints a cProfile of the loop instead.
-The last line says whether the run left the expected context.
+the conversation. ``PYTHONPATH`` names the checkout counted: a script's own
+directory, not the current one, comes first on Python's path, so without it
+the installed ``rxvoice`` is counted. ``--profile`` prints a cProfile of the
+loop instead; ``--calls`` the Python-level calls a turn (``sys.setprofile``,
+Python functions only, the given count of turns and three times as many,
+subtracted), the most frequent first. The last line says whether the run
+left the expected context.
 """
 
 from __future__ import annotations
@@ -97,11 +103,43 @@ def _pair(events: list[Event], mode: str) -> tuple[Callable[[], None], Callable[
     return loop, ok
 
 
+def _calls(build: Callable[[list[Event]], tuple[Callable[[], None], Callable[[], bool]]], turns: int) -> int:
+    """Python-level calls a turn, by function: ``turns`` and ``3 * turns`` turns, subtracted."""
+    from collections import Counter
+    from types import FrameType
+
+    def count(n: int) -> tuple[Counter[tuple[str, int, str]], bool]:
+        loop, ok = build(build_conversation(n))
+        calls: Counter[tuple[str, int, str]] = Counter()
+
+        def seen(frame: FrameType, event: str, _arg: object) -> None:
+            if event == "call":
+                code = frame.f_code
+                calls[(os.path.basename(code.co_filename), code.co_firstlineno, code.co_qualname)] += 1
+
+        sys.setprofile(seen)
+        try:
+            loop()
+        finally:
+            sys.setprofile(None)
+        return calls, ok()
+
+    few, ok_few = count(turns)
+    many, ok_many = count(3 * turns)
+    per_turn = {k: (many[k] - few[k]) / (2 * turns) for k in many if many[k] != few[k]}
+    print(f"Python calls a turn: {sum(per_turn.values()):.1f}")
+    for (name, line, qualname), n in sorted(per_turn.items(), key=lambda kv: -kv[1])[:40]:
+        print(f"{n:8.2f}  {qualname}  ({name}:{line})")
+    print(f"ok={ok_few and ok_many}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=["floor", "external", "turns"])
     parser.add_argument("turns", type=int)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the loop")
+    parser.add_argument("--calls", action="store_true", help="print the Python calls a turn")
     args = parser.parse_args(argv)
 
     def build(events: list[Event]) -> tuple[Callable[[], None], Callable[[], bool]]:
@@ -109,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 
     warm, _ = build(build_conversation(5))  # imports and first-call caches, not counted
     warm()
+    if args.calls:
+        return _calls(build, args.turns)
     loop, ok = build(build_conversation(args.turns))
     gc.collect()
     if args.profile:

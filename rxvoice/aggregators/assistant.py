@@ -120,8 +120,10 @@ class _AssistantSession(StageShell):
         self.summary: SummarizerSession = aggregator.summarizer().open(self)
         self._summary_types = aggregator.summarizer().handled_types
         self._dispatch: dict[type[Frame], Callable[[Frame, Direction], None]] = {}
+        decides = self._decide  # one bound method for the whole table: :meth:`on_down` knows it
+        self._inline: object = decides if type(self)._decide is _AssistantSession._decide else None
         for t in self.core.handled_types:
-            self._dispatch[t] = self._decide
+            self._dispatch[t] = decides
         for t in (LLMTextFrame, TextFrame):
             self._dispatch[t] = self._text
         for t in (AggregatedTextFrame, TTSTextFrame):
@@ -165,7 +167,12 @@ class _AssistantSession(StageShell):
             return
         try:
             handler = self._dispatch.get(t)
-            if handler is not None:
+            if handler is self._inline and handler is not None:  # :meth:`_decide`, written out (every decision)
+                self.now = now = self.clock()
+                self.core.on_frame(self.state, self, frame, DOWN, now)
+                if t is EndFrame or t is CancelFrame:
+                    self._end()
+            elif handler is not None:
                 handler(frame, DOWN)
             else:
                 self.link.emit_down(frame)

@@ -168,6 +168,10 @@ class _UserSession(TurnShell):
         self.aggregator = aggregator
         self.words: UserWords = self.turn.words  # type: ignore[assignment]
         self.vad = aggregator.vad.open(self) if aggregator.vad is not None else None
+        self._decides: Handler = self.decide
+        """The handler of the turn's frames, one bound method for the whole table (:meth:`on_down` knows it)."""
+        self._inline: object = self._decides if type(self).decide is TurnShell.decide else None
+        """:meth:`on_down` writes :meth:`TurnShell.decide` out when it is that (not a subclass's own)."""
         self._dispatch: dict[type[Frame], Handler] = self._table()
         self.down_handled: Container[type] = self._dispatch
         """The frame types :meth:`on_down` handles; it passes every other one on as it is (the way into a
@@ -176,7 +180,7 @@ class _UserSession(TurnShell):
     def _table(self) -> dict[type[Frame], Handler]:
         """Who handles each frame type: built once (again when a recommendation swaps the strategies)."""
         # The turn's frames go straight into the machine's decision (``decide``): no hop, no sorting.
-        table: dict[type[Frame], Handler] = {t: self.decide for t in self.handled}
+        table: dict[type[Frame], Handler] = dict.fromkeys(self.handled, self._decides)
         table.update({
             StartFrame: self._start, EndFrame: self._end, CancelFrame: self._end, LLMRunFrame: self._run,
             LLMMessagesAppendFrame: self._messages, LLMMessagesUpdateFrame: self._messages,
@@ -213,7 +217,11 @@ class _UserSession(TurnShell):
             self.link.emit_down(frame)
             return
         try:
-            handler(frame, DOWN)
+            if handler is self._inline:  # :meth:`TurnShell.decide`, written out: the turn's frames, every one
+                self.now = now = self.clock()
+                self.machine.on_frame(self.turn, frame, DOWN, now)
+            else:
+                handler(frame, DOWN)
         except Exception as exc:
             self.link.failed(frame, exc)
 

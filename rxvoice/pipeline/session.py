@@ -32,6 +32,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Container
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from reactivex import abc, typing
@@ -118,6 +119,10 @@ class Session(Scheduler):
         self._time: Callable[[], float]
         self._queue_call = virtual_queue(self.scheduler)
         """On reactivex's own virtual clock: how :meth:`call_later` queues a call there directly."""
+        self.later: Callable[[float, Callable[[], Any]], abc.DisposableBase] = self.call_later
+        """:meth:`call_later` at its fastest (bind it once): on a virtual clock, the queueing itself."""
+        if self._queue_call is not None and type(self).call_later is Session.call_later:
+            self.later = partial(self._queue_call, self)
         if isinstance(self.scheduler, VirtualTimeScheduler):
             self._time = self._virtual_time
         elif isinstance(self.scheduler, LoopScheduler):
@@ -286,7 +291,7 @@ class Session(Scheduler):
     def call_later(self, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
         """Run ``fn()`` inside the session after ``seconds`` of scheduler time."""
         if self._queue_call is not None:  # a virtual clock: the call queued as the scheduler would, fewer layers
-            return self._queue_call(self, fn, max(0.0, seconds))
+            return self._queue_call(self, seconds, fn)
         gated = _GatedCall(self, fn)
         gated.inner = self.scheduler.schedule_relative(max(0.0, seconds), gated.fire)
         return gated

@@ -43,17 +43,48 @@ def _as_datetime(value: Any) -> datetime:
     return datetime.fromtimestamp(value, tz=UTC)
 
 
+_EXACT = 2.0**31
+"""Below this many seconds from the epoch a float holds a clock reading to well under half a microsecond, so
+``datetime.fromtimestamp(to_seconds(d))`` gives ``d`` back exactly (the round trip changes nothing)."""
+_DELTAS: dict[float, timedelta] = {}
+"""The delays seen so far as ``timedelta``: a session arms the same few delays over and over."""
+
+
+def _delta(seconds: float) -> timedelta:
+    delta = _DELTAS.get(seconds)
+    if delta is None:
+        if len(_DELTAS) >= 256:  # a bound: delays computed from deadlines vary
+            _DELTAS.clear()
+        delta = _DELTAS[seconds] = timedelta(0, seconds)
+    return delta
+
+
 def _test_due(clock: Any, seconds: float) -> datetime:
     """Where ``TestScheduler.schedule_relative`` puts a call ``seconds`` from ``clock``.
 
     It adds the delay as a ``timedelta`` to the clock as a ``datetime``, turns
     that into float seconds (``schedule_absolute``), and back into the
-    ``datetime`` the item is queued at.
+    ``datetime`` the item is queued at. Both ``datetime`` values are whole
+    microseconds from the epoch; within :data:`_EXACT` seconds of it the
+    float in between is within a quarter of a microsecond of the first, so
+    the second is the first (``fromtimestamp`` rounds to the nearest
+    microsecond): the sum itself, without the round trip.
     """
+    delta = _DELTAS.get(seconds)
+    if delta is None:
+        delta = _delta(seconds)
     kind = type(clock)
-    start = datetime.fromtimestamp(clock, tz=UTC) if kind is float or kind is int else _as_datetime(clock)
-    due = ((start + timedelta(seconds=seconds)) - _EPOCH).total_seconds()
-    return datetime.fromtimestamp(due, tz=UTC)
+    if kind is float or kind is int:
+        start = datetime.fromtimestamp(clock, UTC)
+        if -_EXACT < clock + seconds < _EXACT:
+            return start + delta
+        return _round_trip(start, delta)
+    return _round_trip(_as_datetime(clock), delta)
+
+
+def _round_trip(start: datetime, delta: timedelta) -> datetime:
+    """``schedule_absolute``'s way: the sum as float seconds, then back to a ``datetime``."""
+    return datetime.fromtimestamp(((start + delta) - _EPOCH).total_seconds(), tz=UTC)
 
 
 def _virtual_due(clock: Any, seconds: float) -> datetime:
@@ -118,8 +149,8 @@ class VirtualCall(abc.DisposableBase):
     __hash__ = None  # type: ignore[assignment]  # like the scheduler's own items: ordered, not hashed
 
 
-QueueCall = Callable[[Gate, Callable[[], Any], float], abc.DisposableBase]
-"""Queue ``fn()`` for a session ``seconds`` from now on the scheduler's virtual clock."""
+QueueCall = Callable[[Gate, float, Callable[[], Any]], abc.DisposableBase]
+"""Queue ``fn()`` for a session ``seconds`` from now (no less than now) on the scheduler's virtual clock."""
 
 
 def virtual_queue(scheduler: abc.SchedulerBase) -> QueueCall | None:
@@ -138,8 +169,8 @@ def virtual_queue(scheduler: abc.SchedulerBase) -> QueueCall | None:
     if lock is None or not callable(getattr(queue, "enqueue", None)) or not hasattr(virtual, "_clock"):
         return None  # a reactivex whose scheduler keeps its queue another way: its own schedule_relative
 
-    def queue_call(session: Gate, fn: Callable[[], Any], seconds: float) -> abc.DisposableBase:
-        call = VirtualCall(session, fn, due_at(virtual._clock, seconds))
+    def queue_call(session: Gate, seconds: float, fn: Callable[[], Any]) -> abc.DisposableBase:
+        call = VirtualCall(session, fn, due_at(virtual._clock, seconds if seconds > 0.0 else 0.0))  # max(0.0, s)
         with lock:
             queue.enqueue(call)
         return call

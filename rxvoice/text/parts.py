@@ -44,10 +44,10 @@ def concatenate(parts: Iterable[Part | tuple[str, bool]]) -> str:
         >>> concatenate([("你好", True), ("世界", True), ("Hi", False)])
         '你好世界 Hi'
     """
-    if type(parts) is list:
+    if type(parts) is list and parts and type(parts[0]) is tuple:
         # Only self-spaced (text, True) pairs, a model's tokens (the common case): the rule below appends
         # them as they are, so one join does it. Anything else (Part objects, bare words, a text that is
-        # not a string) takes the rule itself.
+        # not a string) takes the rule itself (a list of Parts without trying: no exception to catch).
         try:
             texts, spaced_flags = zip(*parts, strict=True)
             if spaced_flags.count(True) == len(spaced_flags):

@@ -38,6 +38,7 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from ._tuples import build
 from .strategy import NOTHING, USER_IDLE, Arm, Disarm, Effects
 
 __all__ = ["IDLE_KEY", "IDLE_TYPES", "SPEECH_TYPES", "IdleState", "idle_fired", "idle_heard", "idle_step"]
@@ -92,8 +93,8 @@ def _wait(s: IdleState) -> tuple[IdleState, Effects]:
     """The user is now the one expected to speak: wait for them (after their voice, if it is heard)."""
     timeout, _waiting, bot, user_turn, calls, paused, pending, speaking = s
     if speaking:
-        return IdleState(timeout, False, bot, user_turn, calls, True, pending, speaking), NOTHING
-    s = IdleState(timeout, True, bot, user_turn, calls, paused, pending, speaking)
+        return build(IdleState, (timeout, False, bot, user_turn, calls, True, pending, speaking)), NOTHING
+    s = build(IdleState, (timeout, True, bot, user_turn, calls, paused, pending, speaking))
     return s, _arm(s)
 
 
@@ -106,11 +107,14 @@ def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, Effects]:
     """
     timeout, waiting, bot, user_turn, calls, paused, pending, _speaking = state  # built whole: every VAD edge
     if speaking:
-        return IdleState(timeout, False, bot, user_turn, calls, paused or waiting, pending, True), _DISARM
-    return _resume(IdleState(timeout, waiting, bot, user_turn, calls, paused, pending, False))
+        return build(IdleState, (timeout, False, bot, user_turn, calls, paused or waiting, pending, True)), _DISARM
+    if paused and not bot and not user_turn and calls == 0 and not pending:  # :func:`_resume`, written out
+        s = build(IdleState, (timeout, True, bot, user_turn, calls, False, pending, False))
+        return s, _arm(s)
+    return build(IdleState, (timeout, waiting, bot, user_turn, calls, paused, pending, False)), NOTHING
 
 
-def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tuple[IdleState, Effects]:
+def idle_step(state: IdleState, frame: Frame, answered: bool = False) -> tuple[IdleState, Effects]:
     """React to one frame of a type in :data:`IDLE_TYPES` or :data:`SPEECH_TYPES`.
 
     ``answered`` goes with a user turn's end: the turn wrote words and asked
@@ -124,25 +128,25 @@ def idle_step(state: IdleState, frame: Frame, *, answered: bool = False) -> tupl
     # The turn's own frames come on every turn: their states are built whole (cheaper than _replace).
     timeout, waiting, bot, user_turn, calls, paused, pending, speaking = state
     if t is BotStoppedSpeakingFrame:
-        s = IdleState(timeout, waiting, False, user_turn, calls, paused, False, speaking)
+        s = build(IdleState, (timeout, waiting, False, user_turn, calls, paused, False, speaking))
         if not user_turn and calls == 0:
             return _wait(s)
         return s, NOTHING
     if t is BotStartedSpeakingFrame:
-        return IdleState(timeout, False, True, user_turn, calls, False, False, speaking), _DISARM
+        return build(IdleState, (timeout, False, True, user_turn, calls, False, False, speaking)), _DISARM
     if t is UserStartedSpeakingFrame:
-        return IdleState(timeout, False, bot, True, calls, False, False, speaking), _DISARM
+        return build(IdleState, (timeout, False, bot, True, calls, False, False, speaking)), _DISARM
     if t is UserStoppedSpeakingFrame:
         if answered:  # a reply is on its way: the user is not the one expected to speak
-            return IdleState(timeout, False, bot, False, calls, False, True, speaking), NOTHING
-        s = IdleState(timeout, waiting, bot, False, calls, paused, pending, speaking)
+            return build(IdleState, (timeout, False, bot, False, calls, False, True, speaking)), NOTHING
+        s = build(IdleState, (timeout, waiting, bot, False, calls, paused, pending, speaking))
         if not bot and calls == 0:
             return _wait(s)
         return s, NOTHING
     if t is LLMContextAssistantTurnFrame:
         # The bot's turn is written. Without speech output nothing else says it is over.
         if pending and not bot and not user_turn and calls == 0:
-            return _wait(IdleState(timeout, waiting, bot, user_turn, calls, paused, False, speaking))
+            return _wait(build(IdleState, (timeout, waiting, bot, user_turn, calls, paused, False, speaking)))
         return state, NOTHING
     if isinstance(frame, FunctionCallsStartedFrame):
         n = len(frame.function_calls)

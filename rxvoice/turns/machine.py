@@ -285,7 +285,9 @@ class TurnMachine:
                     self._decide(s, frame, now, start_ok)
                 if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
                     # A turn announced elsewhere that no strategy here takes: the stage that announced it answers.
-                    self._idle(s, frame, now, answered=t is UserStoppedSpeakingFrame)
+                    s.idle, effects = idle_step(s.idle, frame, t is UserStoppedSpeakingFrame)  # :meth:`_idle`
+                    if effects:
+                        apply_effects(self, s, IDLE_OWNER, None, effects, now)
         finally:
             s.deciding = False
         if s.later:
@@ -532,7 +534,7 @@ class TurnMachine:
     # 5. the idle watch
 
     def _idle(self, s: TurnState, frame: Frame, now: float, *, answered: bool) -> None:
-        s.idle, effects = idle_step(s.idle, frame, answered=answered)
+        s.idle, effects = idle_step(s.idle, frame, answered)
         if effects:
             apply_effects(self, s, IDLE_OWNER, None, effects, now)
 
@@ -557,29 +559,26 @@ class TurnMachine:
         """Timer ``(owner, key)`` of this session fired (:meth:`_decision` written out: most turns have one)."""
         s.deciding = True
         try:
-            self._timer(s, owner, key, now)
+            if type(owner) is Owner:
+                if owner == WATCHDOG:
+                    self._watchdog(s, now)
+                elif owner == IDLE_OWNER:
+                    s.idle, effects = idle_fired(s.idle)
+                    apply_effects(self, s, IDLE_OWNER, None, effects, now)
+                elif owner.kind == MUTE_OWNER.kind and owner.place < len(self.mute):
+                    i = owner.place
+                    s.mute_states[i], effects = self.mute[i].on_timer(s.mute_states[i], key, now)
+                    apply_effects(self, s, owner, None, effects, now)
+                    self._mute_verdict(s, now)
+            elif isinstance(owner, int) and 0 <= owner < len(s.controller.strategies):
+                strategy = s.controller.strategies[owner]
+                s.states[owner], effects = strategy.on_timer(s.states[owner], key, now)
+                if effects:
+                    apply_effects(self, s, owner, strategy, effects, now)
         finally:
             s.deciding = False
         if s.later:
             s.settle(now)
-
-    def _timer(self, s: TurnState, owner: TimerOwner, key: str, now: float) -> None:
-        if type(owner) is Owner:
-            if owner == WATCHDOG:
-                self._watchdog(s, now)
-            elif owner == IDLE_OWNER:
-                s.idle, effects = idle_fired(s.idle)
-                apply_effects(self, s, IDLE_OWNER, None, effects, now)
-            elif owner.kind == MUTE_OWNER.kind and owner.place < len(self.mute):
-                i = owner.place
-                s.mute_states[i], effects = self.mute[i].on_timer(s.mute_states[i], key, now)
-                apply_effects(self, s, owner, None, effects, now)
-                self._mute_verdict(s, now)
-        elif isinstance(owner, int) and 0 <= owner < len(s.controller.strategies):
-            strategy = s.controller.strategies[owner]
-            s.states[owner], effects = strategy.on_timer(s.states[owner], key, now)
-            if effects:
-                apply_effects(self, s, owner, strategy, effects, now)
 
     def on_result(self, s: TurnState, owner: int, key: str, value: Any, now: float) -> None:
         """A strategy's resource call came back (``value`` may be an exception).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -48,10 +49,36 @@ EVENT_USER_BACKCHANNEL = "on_user_backchannel"
 """The user said a continuer while the bot spoke (Pipecat's name; the payload is the ``UserBackchannelFrame``)."""
 
 
+_SECONDS: dict[float, str] = {}
+"""``YYYY-MM-DDTHH:MM:SS`` of the whole seconds seen lately (a session's stamps share them)."""
+_SANE = 1e10
+"""Seconds from the epoch (either way) within which a stamp is written out; others take ``datetime``'s way."""
+
+
 @lru_cache(maxsize=64)
 def iso8601(seconds: float) -> str:
-    """Scheduler time (seconds since the epoch) as an ISO 8601 UTC timestamp."""
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+    """Scheduler time (seconds since the epoch) as an ISO 8601 UTC timestamp.
+
+    Exactly ``datetime.fromtimestamp(seconds, tz=UTC).isoformat()``, written
+    out: the microseconds rounded as ``fromtimestamp`` rounds them (the
+    fraction's, half to even), the whole seconds' text kept.
+    """
+    if type(seconds) is not float or not -_SANE < seconds < _SANE:
+        return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+    fraction, whole = math.modf(seconds)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        whole += 1.0
+    elif micros < 0:
+        micros += 1_000_000
+        whole -= 1.0
+    text = _SECONDS.get(whole)
+    if text is None:
+        if len(_SECONDS) >= 256:
+            _SECONDS.clear()
+        text = _SECONDS[whole] = datetime.fromtimestamp(int(whole), tz=UTC).isoformat()[:19]
+    return f"{text}.{micros:06d}+00:00" if micros else f"{text}+00:00"
 
 
 @dataclass(frozen=True, slots=True)

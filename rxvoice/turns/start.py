@@ -27,6 +27,8 @@ from .strategy import HALT, NOTHING, RESET_AGGREGATION, Arm, Effects, Start, Sta
 __all__ = ["ExternalStart", "MinWordsStart", "TranscriptionStart", "VADStart", "WakePhraseStart", "WakeState"]
 
 _STARTED: Effects = (Start(), HALT)
+_ADOPTED: Effects = (Start(interruptions=False, speaking_frames=False), HALT)
+"""A turn announced elsewhere, adopted: no second announcement, no second interruption."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ class ExternalStart(StartStrategy[None]):
 
     def on_frame(self, state: None, frame: Frame, now: float) -> tuple[None, Effects]:
         if type(frame) is UserStartedSpeakingFrame:
-            return None, (Start(interruptions=False, speaking_frames=False), HALT)
+            return None, _ADOPTED
         return None, _STARTED
 
 

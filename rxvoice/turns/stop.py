@@ -31,6 +31,7 @@ from ..frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from ._tuples import build
 from .analyzer import (
     AnalyzerSession,
     Asks,
@@ -131,12 +132,17 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
     words: WordsWait = field(init=False, repr=False, compare=False)
     _arm_speech: Arm = field(init=False, repr=False, compare=False)
     """The silence timer's arming (the same value on every VAD stop: built once)."""
+    _ends: dict[tuple[bool, float, bool], Effects] | None = field(init=False, repr=False, compare=False)
+    """The effects that end a turn, by what their reason says (VAD stop seen, its ``stop_secs``, waited): the
+    same few values turn after turn, built once (the reason and the ``Finalize`` are frozen)."""
     handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES
 
     def __post_init__(self) -> None:
         _non_negative("SpeechTimeoutStop", user_speech_timeout=self.user_speech_timeout)
         object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
         object.__setattr__(self, "_arm_speech", Arm(_SPEECH, self.user_speech_timeout))
+        # Kept only while the reason is this class's own (a subclass's may read more of the state).
+        object.__setattr__(self, "_ends", {} if type(self).end_reason is SpeechTimeoutStop.end_reason else None)
 
     def initial(self) -> SpeechTimeoutState:
         return SpeechTimeoutState()
@@ -145,11 +151,23 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         self, s: SpeechTimeoutState, effects: Effects, waited: bool = False
     ) -> tuple[SpeechTimeoutState, Effects]:
         w = s.words
-        if not w.speaking and s.speech_done and w.stt_done and self.words.ready(w):
-            return s, (*effects, _DISARM_SPEECH, *self.words.cancel, *stopped(reason=self.end_reason(s, waited)))
-        if not w.speaking and w.vad_stopped:
+        if w.speaking:
+            return s, effects
+        words = self.words
+        if s.speech_done and w.stt_done and words.ready(w):
+            ends = self._ends
+            key = (w.vad_stopped, s.stop_secs, waited)
+            end = ends.get(key) if ends is not None else None
+            if end is None:
+                end = (_DISARM_SPEECH, *words.cancel, *stopped(reason=self.end_reason(s, waited)))
+                if ends is not None:
+                    if len(ends) >= 64:  # a bound: stop_secs comes from the frames
+                        ends.clear()
+                    ends[key] = end
+            return s, (*effects, *end) if effects else end
+        if w.vad_stopped:
             # Only the silence is left (and the words, if they are not in: an interim guess may stand for them).
-            return s, (*effects, LIKELY if self.words.ready(w) else LIKELY_BEFORE_WORDS)
+            return s, (*effects, LIKELY if words.ready(w) else LIKELY_BEFORE_WORDS)
         return s, effects
 
     def end_reason(self, s: SpeechTimeoutState, waited: bool = False) -> TurnEndReason:
@@ -157,6 +175,8 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
         if not s.words.vad_stopped:
             return no_vad_reason(self.user_speech_timeout)
         return silence_reason(s.stop_secs + self.user_speech_timeout, waited=waited)
+
+    # The states of the frames every turn brings are built whole (``build``: positional, every field).
 
     def on_frame(
         self, state: SpeechTimeoutState, frame: Frame, now: float
@@ -166,29 +186,30 @@ class SpeechTimeoutStop(StopStrategy[SpeechTimeoutState]):
             return state, NOTHING  # the words wait's own answer to an interim before a final, without asking it
         words, effects = self.words.on_frame(state.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
-            return SpeechTimeoutState(words), (_DISARM_SPEECH, *effects)
+            return build(SpeechTimeoutState, (words, False, 0.0)), (_DISARM_SPEECH, *effects)
         if t is VADUserStoppedSpeakingFrame:
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            return self._check(SpeechTimeoutState(words, stop_secs=stop_secs),
-                               (self._arm_speech, *effects))
+            return self._check(build(SpeechTimeoutState, (words, False, stop_secs)), (self._arm_speech, *effects))
         if t is TranscriptionFrame and words is not state.words:  # words came (the words wait checked them)
-            if state.words.no_vad:  # no VAD around this transcript: count the silence from it
-                return self._check(SpeechTimeoutState(words), (*effects, self._arm_speech))
-            return self._check(SpeechTimeoutState(words, state.speech_done, state.stop_secs), effects, waited=True)
+            w = state.words
+            if not w.speaking and not w.vad_stopped:  # no VAD around this transcript: count the silence from it
+                return self._check(build(SpeechTimeoutState, (words, False, 0.0)), (*effects, self._arm_speech))
+            return self._check(build(SpeechTimeoutState, (words, state.speech_done, state.stop_secs)), effects,
+                               waited=True)
         if words is state.words:  # nothing changed (most interims): the same state
             return state, effects
-        return SpeechTimeoutState(words, state.speech_done, state.stop_secs), effects
+        return build(SpeechTimeoutState, (words, state.speech_done, state.stop_secs)), effects
 
     def on_timer(self, state: SpeechTimeoutState, key: str, now: float) -> tuple[SpeechTimeoutState, Effects]:
         if key == _SPEECH:
-            return self._check(SpeechTimeoutState(state.words, True, state.stop_secs), NOTHING)
+            return self._check(build(SpeechTimeoutState, (state.words, True, state.stop_secs)), NOTHING)
         words = self.words.on_timer(state.words, key)
         return (state, NOTHING) if words is None else self._check(
-            SpeechTimeoutState(words, state.speech_done, state.stop_secs), NOTHING)
+            build(SpeechTimeoutState, (words, state.speech_done, state.stop_secs)), NOTHING)
 
     def on_turn_started(self, state: SpeechTimeoutState, now: float) -> tuple[SpeechTimeoutState, Effects]:
         words, effects = self.words.reset(state.words)
-        return SpeechTimeoutState(words), (_DISARM_SPEECH, *effects)
+        return build(SpeechTimeoutState, (words, False, 0.0)), (_DISARM_SPEECH, *effects)
 
     on_turn_stopped = on_turn_started
 
@@ -424,13 +445,13 @@ class ExternalStop(StopStrategy[ExternalState]):
             if state.interim_pending:
                 return state, NOTHING
             w, speaking, elsewhere, _pending, turn_open, stop_seen, settling = state
-            return ExternalState(w, speaking, elsewhere, True, turn_open, stop_seen, settling), NOTHING
+            return build(ExternalState, (w, speaking, elsewhere, True, turn_open, stop_seen, settling)), NOTHING
         if t is TranscriptionFrame:
             if not has_words(frame):
                 return state, NOTHING
             w, speaking, elsewhere, _pending, turn_open, stop_seen, settling = state
-            s = ExternalState(self.words.words_in(w, frame, now), speaking, elsewhere, False, turn_open, stop_seen,
-                              settling)
+            s = build(ExternalState, (self.words.words_in(w, frame, now), speaking, elsewhere, False, turn_open,
+                                      stop_seen, settling))
             if turn_open and stop_seen and not speaking and self.wait_for_transcript:
                 # The words came after the stop: more finals of the same speech may follow.
                 return s._replace(settling=True), (Disarm(_WAIT), Arm(_SETTLE, self.settle))
@@ -442,14 +463,14 @@ class ExternalStop(StopStrategy[ExternalState]):
                 s = state._replace(words=words)
         if t is ProposedUserStartedSpeakingFrame or t is UserStartedSpeakingFrame:
             w, _speaking, _elsewhere, pending, turn_open, _stop_seen, _settling = s
-            return ExternalState(
+            return build(ExternalState, (
                 w._replace(fresh=False) if w.fresh else w, True, t is UserStartedSpeakingFrame, pending, turn_open,
                 False, False,
-            ), _EXTERNAL_TIMERS
+            )), _EXTERNAL_TIMERS
         if t is ProposedUserStoppedSpeakingFrame or t is UserStoppedSpeakingFrame:
             w, _speaking, _elsewhere, pending, turn_open, _stop_seen, settling = s
             s, effects = self._check(
-                ExternalState(w, False, t is UserStoppedSpeakingFrame, pending, turn_open, True, settling)
+                build(ExternalState, (w, False, t is UserStoppedSpeakingFrame, pending, turn_open, True, settling))
             )
             if not effects and s.turn_open and not s.settling:
                 effects = (Arm(_WAIT, self.words.timeout(s.words)),)
@@ -464,10 +485,12 @@ class ExternalStop(StopStrategy[ExternalState]):
         return state, NOTHING
 
     def on_turn_started(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
-        return ExternalState(self.words.reset(state.words)[0], turn_open=True), _EXTERNAL_TIMERS
+        return build(ExternalState, (self.words.reset(state.words)[0], False, False, False, True, False, False)), (
+            _EXTERNAL_TIMERS)
 
     def on_turn_stopped(self, state: ExternalState, now: float) -> tuple[ExternalState, Effects]:
-        return ExternalState(self.words.reset(state.words)[0]), _EXTERNAL_TIMERS
+        return build(ExternalState, (self.words.reset(state.words)[0], False, False, False, False, False, False)), (
+            _EXTERNAL_TIMERS)
 
     def on_turn_resumed(self, state: ExternalState, words: str, now: float) -> tuple[ExternalState, Effects]:
         return state._replace(words=self.words.resumed(state.words, words)), NOTHING

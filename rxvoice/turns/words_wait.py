@@ -43,6 +43,7 @@ from ..frames import (
     VADUserStoppedSpeakingFrame,
 )
 from ..text.blank import is_blank
+from ._tuples import build
 from .strategy import NOTHING, Arm, Disarm, Effects
 
 __all__ = ["TRANSCRIPT_GRACE", "WORDS_TYPES", "WordsState", "WordsWait", "has_words"]
@@ -105,11 +106,11 @@ class WordsState(NamedTuple):
 def _words_in(w: WordsState, frame: Frame, now: float) -> WordsState:
     """A transcript with words arrived: they are the turn's latest (and the last speech's: fresh)."""
     text = frame.text.strip()  # type: ignore[attr-defined]
-    return WordsState(
+    return build(WordsState, (
         w.speaking, w.vad_stopped, w.speech_end, f"{w.text} {text}" if w.text else text, now, True,
         w.finalized or bool(getattr(frame, "finalized", False)), w.stt_done, w.grace_done, w.stt_timeout,
         w.stt_known,
-    )
+    ))
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,17 +158,18 @@ class WordsWait:
         if t is TranscriptionFrame:
             return _words_in(w, frame, now) if has_words(frame) else w
         if t is VADUserStartedSpeakingFrame:
-            return WordsState(True, False, w.speech_end, w.text, w.text_at, False, False, w.stt_done, w.grace_done,
-                              w.stt_timeout, w.stt_known)
+            return build(WordsState, (True, False, w.speech_end, w.text, w.text_at, False, False, w.stt_done,
+                                      w.grace_done, w.stt_timeout, w.stt_known))
         if t is VADUserStoppedSpeakingFrame:
             speech_end = now - float(getattr(frame, "stop_secs", 0.0))
-            return WordsState(False, True, speech_end, w.text, w.text_at, w.fresh and w.text_at >= speech_end - _EPS,
-                              w.finalized, w.stt_done, w.grace_done, w.stt_timeout, w.stt_known)
+            return build(WordsState, (False, True, speech_end, w.text, w.text_at,
+                                      w.fresh and w.text_at >= speech_end - _EPS, w.finalized, w.stt_done,
+                                      w.grace_done, w.stt_timeout, w.stt_known))
         if t is InterimTranscriptionFrame:
             if not w.finalized:
                 return w
-            return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, False, w.stt_done,
-                              w.grace_done, w.stt_timeout, w.stt_known)
+            return build(WordsState, (w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, False,
+                                      w.stt_done, w.grace_done, w.stt_timeout, w.stt_known))
         if t is STTMetadataFrame:
             latency = float(getattr(frame, "ttfs_p99_latency", 0.0))
             return w._replace(stt_timeout=max(0.0, latency), stt_known=True)
@@ -177,35 +179,38 @@ class WordsWait:
         """Note the frame and arm (or cancel) the waits it starts (or ends)."""
         t = type(frame)
         if t is VADUserStoppedSpeakingFrame:
+            # :meth:`heard` of the stop and :meth:`timeout`, written out: one state built, every turn.
             stop_secs = float(getattr(frame, "stop_secs", 0.0))
-            w = self.heard(w, frame, now)
-            effects: list[Arm] = []
-            stt_wait = w.stt_timeout - stop_secs
-            stt_done = w.finalized or stt_wait <= 0
-            if not stt_done:
-                effects.append(Arm(_STT, stt_wait))
-            grace_done = w.fresh or not self.wait
+            speech_end = now - stop_secs
+            fresh = w.fresh and w.text_at >= speech_end - _EPS
+            finalized = w.finalized
+            stt_timeout = w.stt_timeout
+            stt_wait = stt_timeout - stop_secs
+            stt_done = finalized or stt_wait <= 0
+            effects: Effects = NOTHING if stt_done else (Arm(_STT, stt_wait),)
+            grace_done = fresh or not self.wait
             if not grace_done:
-                grace = self.timeout(w) - stop_secs
+                grace = (stt_timeout if w.stt_known else self.grace) - stop_secs
                 grace_done = grace <= 0
                 if not grace_done:
-                    effects.append(Arm(_GRACE, grace))
-            return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, w.finalized,
-                              stt_done, grace_done, w.stt_timeout, w.stt_known), tuple(effects)
+                    effects = (*effects, Arm(_GRACE, grace))
+            return build(WordsState, (False, True, speech_end, w.text, w.text_at, fresh, finalized, stt_done,
+                                      grace_done, stt_timeout, w.stt_known)), effects
         if t is TranscriptionFrame:
-            if not has_words(frame):
+            text = getattr(frame, "text", "")  # :func:`has_words`, written out: every transcript
+            if not isinstance(text, str) or is_blank(text):
                 return w, NOTHING
-            no_vad = w.no_vad
+            no_vad = not w.speaking and not w.vad_stopped  # :attr:`WordsState.no_vad`
             w = _words_in(w, frame, now)
             if no_vad:  # no speech end to count from: the words are the speech's own end
-                return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, w.finalized,
-                                  True, True, w.stt_timeout, w.stt_known), _DISARM
-            return WordsState(w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh, w.finalized,
-                              w.stt_done or w.finalized, True, w.stt_timeout, w.stt_known), (
+                return build(WordsState, (w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh,
+                                          w.finalized, True, True, w.stt_timeout, w.stt_known)), _DISARM
+            return build(WordsState, (w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh,
+                                      w.finalized, w.stt_done or w.finalized, True, w.stt_timeout, w.stt_known)), (
                 _DISARM if w.finalized else _DISARM_GRACE)
         if t is VADUserStartedSpeakingFrame:
-            return WordsState(True, False, w.speech_end, w.text, w.text_at, False, False, False, False,
-                              w.stt_timeout, w.stt_known), _DISARM
+            return build(WordsState, (True, False, w.speech_end, w.text, w.text_at, False, False, False, False,
+                                      w.stt_timeout, w.stt_known)), _DISARM
         return self.heard(w, frame, now), NOTHING
 
     def on_timer(self, w: WordsState, key: str) -> WordsState | None:
@@ -236,5 +241,5 @@ class WordsWait:
     def reset(self, w: WordsState) -> tuple[WordsState, Effects]:
         """A turn started or stopped: its words start over (the STT's latency and the VAD's view stay)."""
         # Built whole (positional): twice a turn.
-        return WordsState(w.speaking, False, w.speech_end, "", _NEVER, False, False, False, False, w.stt_timeout,
-                          w.stt_known), _DISARM
+        return build(WordsState, (w.speaking, False, w.speech_end, "", _NEVER, False, False, False, False,
+                                  w.stt_timeout, w.stt_known)), _DISARM

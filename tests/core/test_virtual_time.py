@@ -30,6 +30,23 @@ def test_a_call_is_due_where_the_scheduler_puts_its_own_item(kind: type[VirtualT
             assert call.duetime == own.duetime, (clock, delay)
 
 
+@pytest.mark.parametrize("clock", [
+    1.7e9 + 0.1234565, 2.0**31 - 0.5, 2.0**31 - 1e-6, 2.0**31, 2.0**31 + 0.2500005, 5e9 + 0.1234565, 2.5e11 + 0.7,
+    19395392668.507225, -(2.0**31) + 0.5, -1e9 - 0.0000005, -0.0000005,
+])
+def test_a_call_on_a_clock_far_from_the_epoch_is_due_where_the_scheduler_puts_its_own_item(clock: float) -> None:
+    # Near the epoch the due time is the plain sum; far from it, float seconds round and the scheduler's round
+    # trip through them is taken as it is.
+    for delay in [*DELAYS, 0.2500005, 12345.6789]:
+        scheduler = TestScheduler()
+        scheduler._clock = clock
+        session = Session(scheduler)
+        scheduler.schedule_relative(delay, lambda _s, _st: None)
+        (own, _), = scheduler._queue.items
+        call = session.call_later(delay, lambda: None)
+        assert call.duetime == own.duetime, (clock, delay)  # type: ignore[attr-defined]
+
+
 def test_calls_and_the_schedulers_own_items_fire_in_time_order_then_in_arrival_order() -> None:
     scheduler = TestScheduler()
     session = Session(scheduler)
