@@ -187,15 +187,8 @@ class _PortTimer(abc.DisposableBase):
         port = self._port
         self.handle = None  # fired: the handle (and the cycle through it) goes
         port._timers.discard(self)
-        if port.closed:
-            return
-        link = port._link  # :meth:`_Link.call`, written out: a timer's way back, every turn
-        if link.handler is None:
-            return
-        try:
-            self._fn()
-        except Exception as exc:
-            link.call_failed(exc)
+        if not port.closed:
+            port._link.call(self._fn)
 
     def dispose(self) -> None:
         self._port._timers.discard(self)
@@ -378,13 +371,9 @@ class _Link:
         try:
             fn()
         except Exception as exc:
-            self.call_failed(exc)
-
-    def call_failed(self, exc: Exception) -> None:
-        """A callback run as an input raised: logged and reported, the session goes on."""
-        log.exception("%s: a callback failed; contained", self.processor.name)
-        if self.port is not None:
-            self.port.report_error(exc)
+            log.exception("%s: a callback failed; contained", self.processor.name)
+            if self.port is not None:
+                self.port.report_error(exc)
 
     def failed(self, frame: Frame, exc: Exception) -> None:
         """The handler failed on ``frame``: logged and reported; the frame is skipped."""

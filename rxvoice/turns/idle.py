@@ -108,10 +108,7 @@ def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, Effects]:
     timeout, waiting, bot, user_turn, calls, paused, pending, _speaking = state  # built whole: every VAD edge
     if speaking:
         return build(IdleState, (timeout, False, bot, user_turn, calls, paused or waiting, pending, True)), _DISARM
-    if paused and not bot and not user_turn and calls == 0 and not pending:  # :func:`_resume`, written out
-        s = build(IdleState, (timeout, True, bot, user_turn, calls, False, pending, False))
-        return s, _arm(s)
-    return build(IdleState, (timeout, waiting, bot, user_turn, calls, paused, pending, False)), NOTHING
+    return _resume(build(IdleState, (timeout, waiting, bot, user_turn, calls, paused, pending, False)))
 
 
 def idle_step(state: IdleState, frame: Frame, answered: bool = False) -> tuple[IdleState, Effects]:
