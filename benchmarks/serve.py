@@ -126,12 +126,57 @@ def start_server(args: argparse.Namespace, stt: str) -> tuple[subprocess.Popen[s
         command += ["--inference-processes", str(args.inference_processes)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("OPENAI_BASE_URL", None)
+    if args.whisper_jobs:
+        Path(args.whisper_jobs).write_text("")
+        command = [sys.executable, "-c", TIMED_SERVER, args.whisper_jobs, *command[3:]]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert proc.stdout is not None
     for line in proc.stdout:
         if "open http://" in line:
             return proc, int(line.split("open http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
     raise SystemExit("rxvoice serve did not start")
+
+
+# The server with each Whisper job timed (--whisper-jobs): how long it waited for a worker, how long it ran. A
+# wrapper around the stage's default offload, so the library itself stays as it is; one line a job.
+TIMED_SERVER = """
+import sys, threading, time
+import rxvoice.services.whisper as whisper
+out, lock, offload = open(sys.argv.pop(1), "a", buffering=1), threading.Lock(), whisper.whisper_offload
+def timed(job):
+    args = getattr(job, "args", ())
+    kind = {0: "feed", 1: "final", 2: "open"}.get(args[0], "?") if args else "close"
+    queued = time.monotonic()
+    def run():
+        started = time.monotonic()
+        try:
+            return job()
+        finally:
+            with lock:
+                out.write(f"{kind} {started - queued:.4f} {time.monotonic() - started:.4f}\\n")
+    run.urgent = getattr(job, "urgent", False)
+    return offload(run)
+whisper.whisper_offload = timed
+from rxvoice.cli import main
+sys.argv[0] = "rxvoice"
+raise SystemExit(main())
+"""
+
+
+def whisper_jobs(path: str) -> str:
+    """The timed jobs' figures: finals' wait for a worker and decode p50/p90/max, the other jobs' count and CPU."""
+    rows = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
+    out = []
+    for kind in ("final", "feed"):
+        waits = sorted(float(r[1]) for r in rows if r[0] == kind)
+        runs = sorted(float(r[2]) for r in rows if r[0] == kind)
+        if not waits:
+            continue
+        out.append(f"{kind}s={len(waits)} {kind}_wait_p50_s={pct(waits, 0.5):.3f} "
+                   f"{kind}_wait_p90_s={pct(waits, 0.9):.3f} "
+                   f"{kind}_wait_max_s={waits[-1]:.3f} {kind}_run_p50_s={pct(runs, 0.5):.3f} "
+                   f"{kind}_run_p90_s={pct(runs, 0.9):.3f} {kind}_run_sum_s={sum(runs):.1f}")
+    return " ".join(out)
 
 
 def tree(pid: int) -> list[int]:
@@ -488,6 +533,9 @@ def main() -> None:
                         help="no server: the Smart Turn verdicts of N sessions on the call's schedule, in process and "
                              "on Ray Serve (a local instance, stopped at the end), runs alternating; prints what Ray "
                              "Serve adds to a verdict p50/p99")
+    parser.add_argument("--whisper-jobs", metavar="FILE",
+                        help="time each Whisper job in the server (its wait for a worker, its run) into FILE; print "
+                             "the finals' and guesses' figures")
     parser.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance (--backend-latency)")
     args = parser.parse_args()
     call = load_call(args.wav or shared() / "audio" / "conversation" / "booking.wav")
@@ -521,6 +569,8 @@ def main() -> None:
                           f"{pct(r.stops, 0.5):>9.2f}/{pct(r.stops, 0.9):<8.2f} "
                           f"{pct(r.words, 0.5):>7.2f}/{pct(r.words, 0.9):<7.2f}{tag}",
                           flush=True)
+                if args.whisper_jobs:
+                    print(f"# whisper jobs (the last run): {whisper_jobs(args.whisper_jobs)}", flush=True)
                 if args.reconnect:
                     moved = 1000 * (runs[1].p[2] - runs[0].p[2])
                     moved_lag = 1000 * (runs[1].lag[2] - runs[0].lag[2])
