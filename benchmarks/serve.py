@@ -142,10 +142,12 @@ def start_server(args: argparse.Namespace, stt: str) -> tuple[subprocess.Popen[s
 TIMED_SERVER = """
 import sys, threading, time
 import rxvoice.services.whisper as whisper
+from rxvoice.services.stt_session import _FEED, _FINISH, _OPEN  # the job kinds, read rather than copied
 out, lock, offload = open(sys.argv.pop(1), "a", buffering=1), threading.Lock(), whisper.whisper_offload
+KINDS = {_FEED: "feed", _FINISH: "final", _OPEN: "open"}
 def timed(job):
     args = getattr(job, "args", ())
-    kind = {0: "feed", 1: "final", 2: "open"}.get(args[0], "?") if args else "close"
+    kind = KINDS.get(args[0], "?") if args else "close"
     queued = time.monotonic()
     def run():
         started = time.monotonic()
@@ -154,7 +156,6 @@ def timed(job):
         finally:
             with lock:
                 out.write(f"{kind} {started - queued:.4f} {time.monotonic() - started:.4f}\\n")
-    run.urgent = getattr(job, "urgent", False)
     return offload(run)
 whisper.whisper_offload = timed
 from rxvoice.cli import main
