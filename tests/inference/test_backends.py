@@ -12,6 +12,7 @@ import wave
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -59,6 +60,22 @@ def utterance(i: int) -> bytes:
     return pcm[int((float(seg["start"]) - 0.2) * 16000) * 2:int((float(seg["end"]) + 0.2) * 16000) * 2]  # type: ignore[arg-type]
 
 
+T = TypeVar("T")
+
+
+class NeverAnswers(concurrent.futures.Future[T]):
+    """A future that never completes: a wait on it runs out at once, as a real one would after
+    ``timeout`` seconds, so the fallback path is tested without waiting in real time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited: list[float | None] = []
+
+    def result(self, timeout: float | None = None) -> T:
+        self.waited.append(timeout)
+        raise concurrent.futures.TimeoutError()
+
+
 class Hanging:
     """A backend that never answers (and one that fails, with ``fail=True``)."""
 
@@ -67,18 +84,22 @@ class Hanging:
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail
         self.asked = 0
+        self.futures: list[NeverAnswers[Any]] = []
 
     def turn_probabilities(self, windows: Sequence[Float32Array]) -> concurrent.futures.Future[list[float]]:
         self.asked += 1
-        future: concurrent.futures.Future[list[float]] = concurrent.futures.Future()
-        if self.fail:
-            future.set_exception(RuntimeError("the model server is down"))
-        return future
+        return self._future()
 
     def transcribe(self, pcm: bytes, sample_rate: int) -> concurrent.futures.Future[str]:
-        future: concurrent.futures.Future[str] = concurrent.futures.Future()
+        return self._future()
+
+    def _future(self) -> concurrent.futures.Future[Any]:
         if self.fail:
-            future.set_exception(RuntimeError("the model server is down"))
+            failed: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            failed.set_exception(RuntimeError("the model server is down"))
+            return failed
+        future: NeverAnswers[Any] = NeverAnswers()
+        self.futures.append(future)
         return future
 
     def close(self) -> None:
@@ -145,6 +166,7 @@ def test_a_backend_that_hangs_or_fails_falls_back_within_the_bound() -> None:
         assert len(seen) == 1 and seen[0].kind == "turn" and seen[0].backend == "hanging"
         assert ("no answer within 0.2 s" in seen[0].reason) is not backend.fail
         assert analyzer.fallbacks == 1
+        assert [f.waited for f in backend.futures] == ([] if backend.fail else [[0.2]])  # the bound was asked for
 
 
 def test_a_verdict_the_session_no_longer_needs_is_dropped_at_once_without_a_fallback() -> None:
@@ -154,13 +176,16 @@ def test_a_verdict_the_session_no_longer_needs_is_dropped_at_once_without_a_fall
     from rxvoice.turns import AnalyzerSession
 
     class Later(Hanging):
+        """Its futures really wait (until cancelled): the point is that cancelling ends the wait."""
+
         def __init__(self) -> None:
             super().__init__()
-            self.futures: list[concurrent.futures.Future[list[float]]] = []
+            self.pending: list[concurrent.futures.Future[list[float]]] = []
 
         def turn_probabilities(self, windows: Sequence[Float32Array]) -> concurrent.futures.Future[list[float]]:
-            future = super().turn_probabilities(windows)
-            self.futures.append(future)
+            self.asked += 1
+            future: concurrent.futures.Future[list[float]] = concurrent.futures.Future()
+            self.pending.append(future)
             return future
 
     backend = Later()
@@ -180,16 +205,16 @@ def test_a_verdict_the_session_no_longer_needs_is_dropped_at_once_without_a_fall
         worker.start()
         if when == "queued":
             for _ in range(500):
-                if backend.futures:
+                if backend.pending:
                     break
                 threading.Event().wait(0.01)
-            assert backend.futures, "the backend was not asked"
+            assert backend.pending, "the backend was not asked"
             session.append(speech[:640], 16000, True)  # speech again, while the verdict is on its way
         worker.join(5)
         assert not worker.is_alive(), "the wait for a verdict nobody needs went on"
         assert result == [(False, None)]
         assert session.end() is False
-    assert backend.asked == 1 and backend.futures[0].cancelled()
+    assert backend.asked == 1 and backend.pending[0].cancelled()
     assert seen == [] and analyzer.fallbacks == 0 and analyzer.dropped == 1 and drops == [1]
     assert analyzer.with_fallback(seen.append).on_dropped is analyzer.on_dropped
     # the next pause: asked and answered as usual
@@ -198,10 +223,10 @@ def test_a_verdict_the_session_no_longer_needs_is_dropped_at_once_without_a_fall
     worker = threading.Thread(target=lambda: result.append(session.analyze()))
     worker.start()
     for _ in range(500):
-        if len(backend.futures) == 2:
+        if len(backend.pending) == 2:
             break
         threading.Event().wait(0.01)
-    backend.futures[1].set_result([0.9])
+    backend.pending[1].set_result([0.9])
     worker.join(5)
     assert result == [(True, 0.9)] and analyzer.dropped == 1
 
@@ -294,10 +319,12 @@ def test_cancelling_the_in_process_backend_s_future_keeps_a_queued_window_from_b
 
 def test_the_stt_stage_reports_a_backend_that_gives_no_words() -> None:
     seen: list[InferenceFallback] = []
-    stt = BackendSTT(Hanging(), timeout=0.2, on_fallback=seen.append)
+    backend = Hanging()
+    stt = BackendSTT(backend, timeout=0.2, on_fallback=seen.append)
     with pytest.raises(InferenceError, match=r"no answer within 0\.2 s"):
         stt.words(b"\0\0" * 1600)
     assert [f.kind for f in seen] == ["stt"]
+    assert [f.waited for f in backend.futures] == [[0.2]]
 
 
 def test_bad_backend_settings_are_refused() -> None:
