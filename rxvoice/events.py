@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar, overload
 
 import reactivex
+from reactivex import abc
 from reactivex import operators as ops
 from reactivex.disposable import Disposable
 from reactivex.subject import Subject
@@ -174,6 +175,39 @@ def _wants_payload(handler: Handler) -> bool:
     return count < 0 or count - bound >= 2
 
 
+class _WatchedSubject(ContainedSubject[Event]):
+    """A registry's subject that tells the registry when an observer comes or goes (who listens changed)."""
+
+    def __init__(self, what: str, changed: Callable[[], None]) -> None:
+        super().__init__(what)
+        self._changed = changed
+
+    def _subscribe_core(
+        self, observer: abc.ObserverBase[Event], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        inner = super()._subscribe_core(observer, scheduler)
+        self._changed()
+
+        def leave() -> None:
+            inner.dispose()
+            self._changed()
+
+        return Disposable(leave)
+
+
+class _Listening(dict[str, bool]):
+    """Whether raising each declared name would reach anyone; an undeclared name, whether anything observes."""
+
+    __slots__ = ("_subject",)
+
+    def __init__(self, subject: Subject[Event]) -> None:
+        super().__init__()
+        self._subject = subject
+
+    def __missing__(self, name: str) -> bool:
+        return bool(self._subject.observers)
+
+
 @dataclass(slots=True)
 class _Entry:
     handler: Handler
@@ -190,7 +224,11 @@ class EventRegistry:
     def __init__(self, source: Any, names: Iterable[str] = ()) -> None:
         self._source = source
         self._handlers: dict[str, list[_Entry]] = {}
-        self._subject: Subject[Event] = ContainedSubject("an event registry")
+        self._subject: Subject[Event] = _WatchedSubject("an event registry", self._relisten)
+        self._listening = _Listening(self._subject)
+        self.listens: Callable[[str], bool] = self._listening.__getitem__
+        """:meth:`listened` as a table lookup, kept current as handlers and observers come and go: asked on
+        nearly every decision, it is a builtin's lookup instead of a Python call (bind it once)."""
         self._clock: Callable[[], float] = lambda: 0.0
         self._lane = _AsyncLane()
         self._lanes: weakref.WeakSet[_AsyncLane] = weakref.WeakSet()
@@ -205,7 +243,9 @@ class EventRegistry:
 
     def register(self, name: str) -> None:
         """Declare an event name (declaring one twice is harmless)."""
-        self._handlers.setdefault(name, [])
+        with self._lock:
+            self._handlers.setdefault(name, [])
+            self._relisten_locked()
 
     def set_clock(self, clock: Callable[[], float]) -> None:
         """Where event times come from (the session's scheduler)."""
@@ -233,6 +273,7 @@ class EventRegistry:
                 raise ConfigurationError(f"an event handler must be callable, got {h!r}")
             with self._lock:
                 entries.append(_Entry(h, _wants_payload(h)))
+                self._relisten_locked()
             return h
 
         return add(handler) if handler is not None else add
@@ -244,16 +285,30 @@ class EventRegistry:
             for i, entry in enumerate(entries):
                 if entry.handler is handler:
                     del entries[i]
+                    self._relisten_locked()
                     return True
         return False
 
+    def _relisten(self) -> None:
+        """Bring :attr:`listens`' table up to date (an observer came or went)."""
+        with self._lock:
+            self._relisten_locked()
+
+    def _relisten_locked(self) -> None:
+        # Each name updated in place, never cleared first: a lookup on another thread sees the old answer
+        # or the new one, nothing in between.
+        observed = bool(self._subject.observers)
+        listening = self._listening
+        for name, entries in self._handlers.items():
+            listening[name] = observed or bool(entries)
+
     def listened(self, name: str) -> bool:
         """Whether raising ``name`` would reach anyone (a handler, or an observer of the events)."""
-        return bool(self._handlers.get(name)) or bool(self._subject.observers)
+        return self._listening[name]
 
     def has_handlers(self, name: str) -> bool:
         """Whether anything listens to ``name`` (handlers or observers)."""
-        return bool(self._handlers.get(name)) or bool(self._subject.observers)
+        return self._listening[name]
 
     def observe(self, *names: str) -> reactivex.Observable[Event]:
         """The events raised from now on (all of them, or only ``names``)."""

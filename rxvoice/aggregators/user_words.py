@@ -72,7 +72,7 @@ class UserWords:
     """The words of one session's user turns (implements :class:`rxvoice.turns.Words`)."""
 
     __slots__ = ("empty_turn", "guess", "held", "last", "message", "parts", "port", "recoveries", "rejoin",
-                 "speculator", "started_at", "user_id", "whole")
+                 "speculator", "started_at", "takes_interims", "user_id", "whole")
 
     def __init__(
         self, port: WordsPort, empty_turn: EmptyUserTurnConfig | None, speculation: Speculation | None = None
@@ -81,6 +81,8 @@ class UserWords:
         self.empty_turn = empty_turn
         self.speculator = Speculator(speculation) if speculation is not None else None
         """One session's speculation (``None``: off)."""
+        self.takes_interims = self.speculator is not None
+        """Interims are only a speculation's guess (:meth:`interim`): without one the machine need not tell them."""
         self.guess = ""
         """The latest interim transcript after the last final (words so far for a speculation only)."""
         self.parts: list[Part] = []

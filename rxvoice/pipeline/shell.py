@@ -97,8 +97,8 @@ class StageShell:
         key)).due = None``, no call of :meth:`disarm`); ``None`` on a port whose :meth:`disarm` does more."""
         self.closed = False
         self._futures: set[concurrent.futures.Future[Any]] = set()
-        # Asked on nearly every decision: the registry's own answer, without a layer per question.
-        self.listens: Callable[[str], bool] = events.listened
+        # Asked on nearly every decision: the registry's own table, without a Python call per question.
+        self.listens: Callable[[str], bool] = events.listens
 
     # -- frames -------------------------------------------------------------------------------
 

@@ -354,7 +354,8 @@ class TurnMachine:
             return start_ok
         if t is InterimTranscriptionFrame:
             start_ok = s.open or may_start(False, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
-            s.words.interim(frame, direction)  # type: ignore[arg-type]
+            if s.takes_interims:
+                s.words.interim(frame, direction)  # type: ignore[arg-type]
             return start_ok
         port = s.port
         if t is VADUserStartedSpeakingFrame:

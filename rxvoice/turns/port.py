@@ -102,7 +102,11 @@ class Words(Protocol):
         """A final transcript arrived (``late``: it belongs to the turn already answered)."""
 
     def interim(self, frame: InterimTranscriptionFrame, direction: Direction) -> None:
-        """An interim transcript arrived."""
+        """An interim transcript arrived.
+
+        Words that do nothing with interims may say so once with an attribute ``takes_interims = False``:
+        the machine then does not call this (three or so interims a turn, each a call that did nothing).
+        """
 
     def pending(self) -> bool:
         """Whether words are gathered that no message holds yet."""

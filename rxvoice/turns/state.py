@@ -68,6 +68,7 @@ class TurnState:
         "speech_since",
         "started_at",
         "states",
+        "takes_interims",
         "vad_seen",
         "watchdog_armed",
         "words",
@@ -79,6 +80,8 @@ class TurnState:
         self.find_timer: Callable[[tuple[Any, str]], Any] | None = getattr(port, "find_timer", None)
         """The port's timers looked up in place, for a disarm without a call (``None``: ask :meth:`disarm`)."""
         self.words = words
+        self.takes_interims: bool = getattr(words, "takes_interims", True)
+        """Whether the words are told of interim transcripts (:attr:`Words.interim`'s note on ``takes_interims``)."""
         self.controller = machine.controller
         self.states: list[Any] = machine.controller.initial()
         self.open = False

@@ -377,6 +377,25 @@ _SETTLE = "settle"
 _EXTERNAL_TIMERS: Effects = (Disarm(_WAIT), Disarm(_SETTLE))
 
 
+def _external_end(waited: bool, fresh: bool, elsewhere: bool) -> Effects:
+    """What :class:`ExternalStop` does to end a turn: its timers go, then inference and the end, for its reason."""
+    if waited and not fresh:
+        reason = TurnEndReason("external", "a stop decided upstream; the words of that speech did not come")
+    else:
+        reason = TurnEndReason("external", f"a stop decided upstream{WAITED_FOR_WORDS if waited else ''}",
+                               waited_for_words=waited)
+    return (*_EXTERNAL_TIMERS, *stopped(False if elsewhere else None, reason))
+
+
+_EXTERNAL_ENDS: dict[tuple[bool, bool, bool], Effects] = {
+    (waited, fresh, elsewhere): _external_end(waited, fresh, elsewhere)
+    for waited in (False, True) for fresh in (False, True) for elsewhere in (False, True)
+}
+"""Every end :class:`ExternalStop` can make, by (waited for the words, the words are the last speech's, the
+stop was announced elsewhere): built once at import, the same frozen values turn after turn, where each turn
+built a reason, an effect and two tuples."""
+
+
 @dataclass(frozen=True)
 class ExternalStop(StopStrategy[ExternalState]):
     """Turn ends decided elsewhere: a proposed stop, or a user-stopped frame already announced.
@@ -419,12 +438,8 @@ class ExternalStop(StopStrategy[ExternalState]):
         return ExternalState()
 
     def _end(self, s: ExternalState, waited: bool = False) -> Effects:
-        if waited and not s.words.fresh:
-            reason = TurnEndReason("external", "a stop decided upstream; the words of that speech did not come")
-        else:
-            reason = TurnEndReason("external", f"a stop decided upstream{WAITED_FOR_WORDS if waited else ''}",
-                                   waited_for_words=waited)
-        return (*_EXTERNAL_TIMERS, *stopped(False if s.announced_elsewhere else None, reason))
+        """The effects that end the turn: one of eight values (:data:`_EXTERNAL_ENDS`), looked up, not built."""
+        return _EXTERNAL_ENDS[(waited, s.words.fresh, s.announced_elsewhere)]
 
     def _check(self, s: ExternalState, waited: bool = False) -> tuple[ExternalState, Effects]:
         if not s.turn_open or s.speaking or not s.stop_seen:
