@@ -41,6 +41,7 @@ from .completion import Completion, judge_completion
 __all__ = [
     "COMPLETE_DIGITS",
     "TRIGRAM_WEIGHTS",
+    "WH_VERB_FLOOR",
     "RulesWordsEnd",
     "TrigramWordsEnd",
     "WordsEnd",
@@ -52,6 +53,7 @@ __all__ = [
     "reading_end",
     "reading_in_progress",
     "stt_confidence",
+    "wh_question_verb_came",
 ]
 
 
@@ -162,6 +164,40 @@ after the last word, the last word's log-frequency, a trailing filler), fitted b
 ``benchmarks/train_words_end.py`` on the sentence prefixes of ``chatterbot-corpus`` 1.3.3 (English).
 The end log-probability alone ranked the pauses of held-out calls better (ROC AUC 0.82 against 0.80
 for all five features and 0.68 for the hand rules), so only it is used."""
+
+_WH_OBJECT = frozenset({"what", "which", "who", "whom"})
+_INVERTED_AUX = frozenset({"do", "does", "did", "should", "can", "could", "will", "would", "shall", "may", "might",
+                           "must"})
+_SUBJECTS = frozenset({"i", "you", "we", "they", "he", "she", "it"})
+_NEEDS_MORE = frozenset({
+    "the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that", "these", "those", "some",
+    "any", "to", "and", "or", "but", "of", "about", "by", "for", "with", "on", "in", "at", "from", "into", "than",
+})
+WH_VERB_FLOOR = 0.5
+"""The least end probability of a wh-question whose verb came (:func:`wh_question_verb_came`): the words no
+longer say "more is coming"; the silence decides."""
+
+
+def wh_question_verb_came(words: Sequence[str]) -> bool:
+    """Whether plain (contracted) ``words`` end a wh-question on its verb: "which documents should i bring".
+
+    The question word ("what", "which", "who", "whom", and up to two words of its phrase), an inverted
+    auxiliary ("should", "do", "can", ...), a pronoun subject, then one or two words that do not ask for
+    more (no article, possessive, preposition, conjunction or "to"). The fronted phrase is the verb's
+    object, so the object the last two words seem to wait for has already been said: a trigram reads
+    "i bring" as going on, in this question it is the end.
+    """
+    starts = [i for i, w in enumerate(words) if w in _WH_OBJECT]
+    if not starts:
+        return False
+    i = starts[-1]
+    for j in range(i + 1, min(i + 4, len(words))):
+        if words[j] in _INVERTED_AUX:
+            rest = words[j + 2:]
+            return (j + 1 < len(words) and words[j + 1] in _SUBJECTS and 1 <= len(rest) <= 2
+                    and rest[0] not in _INVERTED_AUX and rest[-1] not in _NEEDS_MORE)
+    return False
+
 
 _LOG_BASE = math.log(1.0001)  # PocketSphinx scores are in units of log base 1.0001
 _FLOOR = -12.0
@@ -288,8 +324,12 @@ class TrigramWordsEnd:
         weight = _confidence(confidence)
         if words[-1] in FILLERS:  # a closed class the dialogue corpus lacks: the speaker is thinking
             return WordsEnd(0.05, weight, f"a filler at the end ({words[-1]!r})")
-        p = self.probability(contracted(words))
-        return WordsEnd(p, weight, f"words end p={p:.2f}" + ("" if weight == 1.0 else f" (confidence {weight:.2f})"))
+        plain = contracted(words)
+        p = self.probability(plain)
+        note = "" if weight == 1.0 else f" (confidence {weight:.2f})"
+        if p < WH_VERB_FLOOR and wh_question_verb_came(plain):
+            return WordsEnd(WH_VERB_FLOOR, weight, f"words end p={p:.2f}, a question whose verb came" + note)
+        return WordsEnd(p, weight, f"words end p={p:.2f}" + note)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from rxvoice.turns.ending import (
     reading_end,
     reading_in_progress,
     stt_confidence,
+    wh_question_verb_came,
 )
 
 
@@ -142,6 +143,29 @@ def test_a_reading_in_progress_is_seen_on_plain_words(text: str, reading: bool) 
 ])
 def test_a_readings_structure_says_whether_it_is_over(trigram: TrigramWordsEnd, text: str, verdict: float) -> None:
     assert reading_end(plain_words(text), trigram.known) == verdict
+
+
+@pytest.mark.parametrize(("text", "came"), [
+    ("which documents should i bring", True), ("what should i bring", True), ("what do you want", True),
+    ("okay so which one should we pick", True), ("what does it cost", True),
+    ("which documents should i", False),  # the verb has not come
+    ("which documents should i bring to the", False), ("what should i tell the", False),
+    ("what do you think about", False), ("who should i talk to", False),  # a preposition asks for more
+    ("i know what you should bring", False),  # not a question: no inverted auxiliary
+    ("where should i go", False),  # the question word is not the verb's object
+    ("i need the", False), ("", False),
+])
+def test_a_wh_question_whose_verb_came_is_seen(text: str, came: bool) -> None:
+    assert wh_question_verb_came(contracted(plain_words(text))) is came
+
+
+def test_a_wh_question_whose_verb_came_does_not_say_more_is_coming(trigram: TrigramWordsEnd) -> None:
+    """The fronted phrase is the verb's object: "i bring" reads as going on to a trigram, not here."""
+    question = trigram.judge("which documents should i bring")
+    assert question.probability == pytest.approx(0.5) and "question" in question.reason
+    assert trigram.judge("i should bring").probability < 0.3  # no question: the object is still to come
+    assert trigram.judge("which documents should i").probability < 0.3
+    assert trigram.judge("what can i do for you").probability > 0.8  # a likelier end keeps its probability
 
 
 def test_without_a_vocabulary_a_spelling_says_nothing() -> None:
