@@ -5,11 +5,12 @@ mid-turn pause) this takes what ``FusedTurnStop`` knows when the speech stops:
 Smart Turn's probability on the turn's audio so far (from 0.3 s before the
 turn's first word to the VAD stop, as the strategy's stream holds it), the
 words of the turn so far as an STT delivers them (plain), whether a number or
-spelling is being read, the turn's length, and the longest pause the speaker
-came back from in the turn. Then:
+spelling is being read and what its structure says (``reading_end``: a digit
+count a number is commonly complete at, letters that spell a word), the turn's
+length, and the longest pause the speaker came back from in the turn. Then:
 
 1. a logistic regression of "turn end" on that evidence gives the odds at the
-   moment the speech stops (bias, audio, words, reading, length);
+   moment the speech stops (bias, audio, words, reading, length, reading_end);
 2. a log-logistic law fitted to the mid-turn pauses' lengths (ordinary and
    inside readings, one shape) gives how fast the silence makes a pause
    unlikely;

@@ -91,7 +91,6 @@ class WaitModel:
         audio: weight of the audio model's log-odds.
         words: weight of the words' log-odds (times their weight).
         reading: added while a number or spelling is read (negative: more is coming).
-        reading_end: inside a reading, weight of its structure's verdict (``Evidence.reading_end``, -1..1).
         length: weight of ln(1 + words in the turn).
         words_cap: the most the words alone move the log-odds, either way.
         pause_median: median of a mid-turn pause (s).
@@ -113,13 +112,13 @@ class WaitModel:
         words_wait: the bound when the words say so, outside a reading (at ``max_wait`` or less,
             0 by default, the words never extend the bound); an STT confidence ``c`` below 1 gives
             ``max_wait + c * (words_wait - max_wait)``.
+        reading_end: inside a reading, weight of its structure's verdict (``Evidence.reading_end``, -1..1).
     """
 
     bias: float = 0.0
     audio: float = 0.5
     words: float = 1.0
     reading: float = -1.5
-    reading_end: float = 0.0
     length: float = 0.0
     words_cap: float = 3.0
     pause_median: float = 0.6
@@ -133,6 +132,7 @@ class WaitModel:
     hold_wait: float = 2.5
     words_hold: float = 2.0
     words_wait: float = 0.0
+    reading_end: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
