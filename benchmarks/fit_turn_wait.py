@@ -5,11 +5,12 @@ mid-turn pause) this takes what ``FusedTurnStop`` knows when the speech stops:
 Smart Turn's probability on the turn's audio so far (from 0.3 s before the
 turn's first word to the VAD stop, as the strategy's stream holds it), the
 words of the turn so far as an STT delivers them (plain), whether a number or
-spelling is being read, the turn's length, and the longest pause the speaker
-came back from in the turn. Then:
+spelling is being read and what its structure says (``reading_end``: a digit
+count a number is commonly complete at, letters that spell a word), the turn's
+length, and the longest pause the speaker came back from in the turn. Then:
 
 1. a logistic regression of "turn end" on that evidence gives the odds at the
-   moment the speech stops (bias, audio, words, reading, length);
+   moment the speech stops (bias, audio, words, reading, length, reading_end);
 2. a log-logistic law fitted to the mid-turn pauses' lengths (ordinary and
    inside readings, one shape) gives how fast the silence makes a pause
    unlikely;
@@ -48,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from rxvoice.cli.wav import read_wav
-from rxvoice.turns.ending import TrigramWordsEnd, plain_words, reading_in_progress
+from rxvoice.turns.ending import TrigramWordsEnd, plain_words, reading_end, reading_in_progress
 from rxvoice.turns.wait import DEFAULT_WAIT, Evidence, WaitModel, needed_silence
 
 RATE = 16000
@@ -93,9 +94,23 @@ def extract(folder: Path, model: Path) -> list[dict[str, Any]]:
     return rows
 
 
+_vocabulary: list[TrigramWordsEnd] = []
+
+
+def structure(r: dict[str, Any]) -> float:
+    """Inside a reading, what its own structure says about its end (``rxvoice.turns.ending.reading_end``)."""
+    if not r["reading"]:
+        return 0.0
+    if "reading_end" not in r:
+        if not _vocabulary:
+            _vocabulary.append(TrigramWordsEnd())
+        r["reading_end"] = reading_end(plain_words(r["text"]), _vocabulary[0].known)
+    return float(r["reading_end"])
+
+
 def evidence(r: dict[str, Any], words: Any) -> Evidence:
     """What ``FusedTurnStop`` knows at this row's pause."""
-    return Evidence(r["audio"], words, r["reading"], r["n"], r["longest"])
+    return Evidence(r["audio"], words, r["reading"], r["n"], r["longest"], structure(r))
 
 
 def logit(p: float) -> float:
@@ -263,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     # inside a reading the words weigh nothing (rxvoice.turns.wait.end_log_odds)
     both = rows + human
     x = np.array([[1.0, logit(r["audio"]), 0.0 if r["reading"] else logit(signal.judge(r["text"]).probability),
-                   float(r["reading"]), math.log1p(r["n"])] for r in both])
+                   float(r["reading"]), math.log1p(r["n"]), structure(r)] for r in both])
     y = np.array([float(r["end"]) for r in both])
     w = fit_logistic(x, y, weights=share_weights(rows, human, args.human_share))
     ordinary = [r["after"] for r in rows if not r["end"] and not r["reading"]]
@@ -271,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     m, mr, shape = fit_pauses(ordinary, inside)
     model = replace(DEFAULT_WAIT, bias=round(float(w[0]), 3), audio=round(float(w[1]), 3),
                     words=round(float(w[2]), 3), reading=round(float(w[3]), 3),
-                    length=round(float(w[4]), 3),
+                    length=round(float(w[4]), 3), reading_end=round(float(w[5]), 3),
                     pause_median=round(m, 2), reading_median=round(mr, 2), pause_shape=round(shape, 2))
     if human:
         print(f"with {len(human)} rows of real speech ({sum(bool(r['end']) for r in human)} turn ends), "

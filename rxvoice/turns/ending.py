@@ -29,7 +29,7 @@ import math
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -39,7 +39,9 @@ from ..errors import ConfigurationError, ModelError, ModelNotFoundError
 from .completion import Completion, judge_completion
 
 __all__ = [
+    "COMPLETE_DIGITS",
     "TRIGRAM_WEIGHTS",
+    "WH_VERB_FLOOR",
     "RulesWordsEnd",
     "TrigramWordsEnd",
     "WordsEnd",
@@ -48,8 +50,10 @@ __all__ = [
     "default_words_end",
     "plain_words",
     "pocketsphinx_lm_path",
+    "reading_end",
     "reading_in_progress",
     "stt_confidence",
+    "wh_question_verb_came",
 ]
 
 
@@ -160,6 +164,40 @@ after the last word, the last word's log-frequency, a trailing filler), fitted b
 ``benchmarks/train_words_end.py`` on the sentence prefixes of ``chatterbot-corpus`` 1.3.3 (English).
 The end log-probability alone ranked the pauses of the generated corpus's tune calls better (ROC AUC 0.87
 against 0.84 for all five features and 0.67 for the hand rules), so only it is used."""
+
+_WH_OBJECT = frozenset({"what", "which", "who", "whom"})
+_INVERTED_AUX = frozenset({"do", "does", "did", "should", "can", "could", "will", "would", "shall", "may", "might",
+                           "must"})
+_SUBJECTS = frozenset({"i", "you", "we", "they", "he", "she", "it"})
+_NEEDS_MORE = frozenset({
+    "the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that", "these", "those", "some",
+    "any", "to", "and", "or", "but", "of", "about", "by", "for", "with", "on", "in", "at", "from", "into", "than",
+})
+WH_VERB_FLOOR = 0.5
+"""The least end probability of a wh-question whose verb came (:func:`wh_question_verb_came`): the words no
+longer say "more is coming"; the silence decides."""
+
+
+def wh_question_verb_came(words: Sequence[str]) -> bool:
+    """Whether plain (contracted) ``words`` end a wh-question on its verb: "which documents should i bring".
+
+    The question word ("what", "which", "who", "whom", and up to two words of its phrase), an inverted
+    auxiliary ("should", "do", "can", ...), a pronoun subject, then one or two words that do not ask for
+    more (no article, possessive, preposition, conjunction or "to"). The fronted phrase is the verb's
+    object, so the object the last two words seem to wait for has already been said: a trigram reads
+    "i bring" as going on, in this question it is the end.
+    """
+    starts = [i for i, w in enumerate(words) if w in _WH_OBJECT]
+    if not starts:
+        return False
+    i = starts[-1]
+    for j in range(i + 1, min(i + 4, len(words))):
+        if words[j] in _INVERTED_AUX:
+            rest = words[j + 2:]
+            return (j + 1 < len(words) and words[j + 1] in _SUBJECTS and 1 <= len(rest) <= 2
+                    and rest[0] not in _INVERTED_AUX and rest[-1] not in _NEEDS_MORE)
+    return False
+
 
 _LOG_BASE = math.log(1.0001)  # PocketSphinx scores are in units of log base 1.0001
 _FLOOR = -12.0
@@ -286,8 +324,12 @@ class TrigramWordsEnd:
         weight = _confidence(confidence)
         if words[-1] in FILLERS:  # a closed class the dialogue corpus lacks: the speaker is thinking
             return WordsEnd(0.05, weight, f"a filler at the end ({words[-1]!r})")
-        p = self.probability(contracted(words))
-        return WordsEnd(p, weight, f"words end p={p:.2f}" + ("" if weight == 1.0 else f" (confidence {weight:.2f})"))
+        plain = contracted(words)
+        p = self.probability(plain)
+        note = "" if weight == 1.0 else f" (confidence {weight:.2f})"
+        if p < WH_VERB_FLOOR and wh_question_verb_came(plain):
+            return WordsEnd(WH_VERB_FLOOR, weight, f"words end p={p:.2f}, a question whose verb came" + note)
+        return WordsEnd(p, weight, f"words end p={p:.2f}" + note)
 
 
 @dataclass(frozen=True)
@@ -351,6 +393,75 @@ def reading_in_progress(words: Sequence[str]) -> bool:
     if _number(last):
         return _number(before) or before in _NUMBER_CUES
     return bool(len(last) == 1 and last.isalpha() and len(before) == 1 and before.isalpha())
+
+
+_DIGIT_WORDS = frozenset({"zero", "oh", "nought", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                          "nine"})
+_TEENS = frozenset({"ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+                    "eighteen", "nineteen"})
+_TENS = frozenset({"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"})
+COMPLETE_DIGITS = frozenset({7, 10, 11, 16})
+"""Digit counts a number read out is commonly complete at, named or not: a local phone number (7), a
+national one (10) or one with its country or trunk prefix (11), a payment card (16)."""
+_CUED_DIGITS: tuple[tuple[frozenset[str], frozenset[int]], ...] = (
+    (frozenset({"zip", "zipcode", "postcode"}), frozenset({5, 9})),  # a ZIP code, ZIP+4
+    (frozenset({"pin"}), frozenset({4, 6})),
+    (frozenset({"last"}), frozenset({4})),  # "the last four (digits) are ..."
+)
+
+
+def _digit_count(run: Sequence[str]) -> int:
+    """How many digits the number words (or digit strings) of ``run`` read out ("double five" is two)."""
+    count = 0
+    for i, word in enumerate(run):
+        if word.isdigit():
+            count += len(word)
+        elif word in _DIGIT_WORDS:
+            # a unit after a tens word is that number's second digit ("twenty one": two digits)
+            count += 0 if i and run[i - 1] in _TENS and word not in ("zero", "oh", "nought") else 1
+        elif word in _TEENS or word in _TENS:
+            count += 2
+        else:  # "double" and "triple" count the copies of the digit after them, "hundred" its zeros
+            count += {"double": 1, "triple": 2, "hundred": 2, "thousand": 3}.get(word, 0)
+    return count
+
+
+def reading_end(words: Sequence[str], known: Callable[[str], bool] | None = None) -> float:
+    """What a reading's own structure says about its end: +1 likely over, -1 likely going on, 0 no idea.
+
+    For plain ``words`` that end inside a reading (:func:`reading_in_progress`): a number whose digit
+    count is one it is commonly complete at (:data:`COMPLETE_DIGITS`; or, when the words just before
+    it name a ZIP code, a PIN or "the last four", that one's length) reads as over; other counts say
+    nothing (a speaker pauses between groups, and a number of another kind may have any length). A
+    spelling reads as over when its letters spell a word ``known`` knows (a name or a word in the
+    language model's vocabulary: "m a r s h"), as going on when they do not ("b r e n"); without
+    ``known``, spellings say nothing. Never raises.
+    """
+    if not words:
+        return 0.0
+    i = len(words)
+    while i > 0 and (_number(words[i - 1]) or words[i - 1] in _TEENS):
+        i -= 1
+    run = words[i:]
+    if run:
+        if i > 0 and len(words[i - 1]) == 1 and words[i - 1].isalpha() and words[i - 1] not in ("a", "i"):
+            return 0.0  # letters and digits mixed (a code): no common length
+        count = _digit_count(run)
+        cue = set(words[max(0, i - 4):i])
+        for names, lengths in _CUED_DIGITS:
+            if cue & names:
+                return 1.0 if count in lengths else 0.0
+        return 1.0 if count in COMPLETE_DIGITS else 0.0
+    j = len(words)
+    while j > 0 and len(words[j - 1]) == 1 and words[j - 1].isalpha():
+        j -= 1
+    letters = words[j:]
+    if len(letters) < 2 or known is None:
+        return 0.0
+    try:
+        return 1.0 if known("".join(letters)) else -1.0
+    except Exception:  # a caller's vocabulary must not break a turn
+        return 0.0
 
 
 def _field(obj: object, name: str) -> object:

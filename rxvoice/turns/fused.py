@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
@@ -50,7 +51,16 @@ from .analyzer import (
     open_session,
     vad_started,
 )
-from .ending import UNSURE, WordsEnd, WordsEndModel, default_words_end, plain_words, reading_in_progress, stt_confidence
+from .ending import (
+    UNSURE,
+    WordsEnd,
+    WordsEndModel,
+    default_words_end,
+    plain_words,
+    reading_end,
+    reading_in_progress,
+    stt_confidence,
+)
 from .reasons import TurnEndReason, model_label, no_vad_reason
 from .strategy import LIKELY, LIKELY_BEFORE_WORDS, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
 from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence
@@ -178,6 +188,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     enable_user_speaking_frames: bool = True
     ask_audio: str = ASK_AT_PAUSE
     _words_end: WordsEndModel | None = field(default=None, init=False, repr=False, compare=False)
+    _known: Callable[[str], bool] | None = field(default=None, init=False, repr=False, compare=False)
     words: WordsWait = field(init=False, repr=False, compare=False)
     handles: ClassVar[frozenset[type[Frame]]] = WORDS_TYPES | {InputAudioRawFrame, StartFrame}
 
@@ -204,6 +215,8 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
                 f"FusedTurnStop.words_end needs a judge(text, confidence) method, got {words_end!r}"
             )
         object.__setattr__(self, "_words_end", words_end)
+        known = getattr(words_end, "known", None)  # a vocabulary (TrigramWordsEnd's) reads spellings
+        object.__setattr__(self, "_known", known if callable(known) else None)
         object.__setattr__(self, "words", WordsWait(wait=self.wait_for_transcript))
 
     # -- the decision: the evidence, the silence it needs, and why ---------------------------------
@@ -228,7 +241,9 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         """The evidence for a pause after ``text`` (``fresh``: the last speech's words are in it)."""
         words = plain_words(text) if text else []
         judged = self.judge_words(text, confidence) if fresh and not foreign else UNSURE
-        return Evidence(probability, judged, reading_in_progress(words), len(words), longest_pause)
+        reading = reading_in_progress(words)
+        structure = reading_end(words, self._known) if reading else 0.0
+        return Evidence(probability, judged, reading, len(words), longest_pause, structure)
 
     def needed_silence(self, evidence: Evidence) -> float:
         """Seconds of silence after the speech after which this evidence answers."""

@@ -5,7 +5,8 @@ At the moment the speech stops, the evidence gives odds that the turn is over
 words' end probability times its weight (:mod:`rxvoice.turns.ending`), whether
 a number or a spelled word is being read (then the words weigh nothing: a
 language model cannot tell whether "four five" is the whole number; the
-reading's rhythm decides), and how long the turn is. Then the
+reading's own structure and its rhythm decide: a digit count a number is
+commonly complete at, letters that spell a word), and how long the turn is. Then the
 silence speaks: a speaker in the middle of a turn comes back after a pause
 whose length follows a log-logistic law (median :attr:`WaitModel.pause_median`;
 longer while a reading is in progress, and longer still when this speaker
@@ -68,6 +69,9 @@ class Evidence(NamedTuple):
         reading: a number or a spelled word is being read ("four five", "k o w").
         turn_words: how many words the turn has.
         longest_pause: the longest pause this speaker came back from in this turn (s; 0: none).
+        reading_end: inside a reading, what its own structure says about its end
+            (:func:`~rxvoice.turns.ending.reading_end`: +1 a complete length, a spelled word; -1 letters
+            that spell nothing; 0 no idea).
     """
 
     audio: float | None
@@ -75,6 +79,7 @@ class Evidence(NamedTuple):
     reading: bool = False
     turn_words: int = 0
     longest_pause: float = 0.0
+    reading_end: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,7 @@ class WaitModel:
         words_wait: the bound when the words say so, outside a reading (at ``max_wait`` or less,
             0 by default, the words never extend the bound); an STT confidence ``c`` below 1 gives
             ``max_wait + c * (words_wait - max_wait)``.
+        reading_end: inside a reading, weight of its structure's verdict (``Evidence.reading_end``, -1..1).
     """
 
     bias: float = 0.0
@@ -126,6 +132,7 @@ class WaitModel:
     hold_wait: float = 2.5
     words_hold: float = 2.0
     words_wait: float = 0.0
+    reading_end: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -140,8 +147,8 @@ class WaitModel:
 
 
 DEFAULT_WAIT = WaitModel(
-    bias=-0.552, audio=0.058, words=1.337, reading=-0.469, length=0.563, words_cap=3.0, pause_median=0.74,
-    pause_shape=3.25, reading_median=0.82, rhythm=1.35, threshold=2.35, max_wait=1.3, words_hold=1.0,
+    bias=-0.552, audio=0.058, words=1.337, reading=-0.469, reading_end=1.0, length=0.563, words_cap=3.0,
+    pause_median=0.74, pause_shape=3.25, reading_median=0.82, rhythm=1.35, threshold=2.35, max_wait=1.3, words_hold=1.0,
     words_wait=2.2,
 )
 """The fitted model the recommended setup uses."""
@@ -179,6 +186,9 @@ def end_log_odds(model: WaitModel, evidence: Evidence) -> float:
         z += model.audio * _logit(evidence.audio)
     if evidence.reading:
         z += model.reading
+        structure = evidence.reading_end
+        if isinstance(structure, int | float) and math.isfinite(structure):
+            z += model.reading_end * min(1.0, max(-1.0, float(structure)))
     return z
 
 

@@ -15,8 +15,10 @@ from rxvoice.turns.ending import (
     default_words_end,
     plain_words,
     pocketsphinx_lm_path,
+    reading_end,
     reading_in_progress,
     stt_confidence,
+    wh_question_verb_came,
 )
 
 
@@ -121,6 +123,59 @@ def test_a_word_list_with_attributes_is_read_too() -> None:
 ])
 def test_a_reading_in_progress_is_seen_on_plain_words(text: str, reading: bool) -> None:
     assert reading_in_progress(plain_words(text)) is reading
+
+
+@pytest.mark.parametrize(("text", "verdict"), [
+    ("my number is five five five one two three four", 1.0),  # seven digits: a local phone number
+    ("call me on four one five five five five one two three four", 1.0),  # ten: a national one
+    ("the card is 4111 1111 1111 1111", 1.0),  # sixteen, as digit strings
+    ("double five five one two three four", 1.0),  # "double five" reads two digits
+    ("you can reach me on four one five", 0.0),  # an area code alone: no common complete length
+    ("my number is four five six seven eight nine zero one", 0.0),
+    ("nine one one", 0.0), ("twenty one", 0.0),
+    ("my zip is nine four one zero three", 1.0), ("my zip code is nine four one", 0.0),
+    ("my zip is five five five one two three four", 0.0),  # named: a ZIP code has five (or nine)
+    ("my pin is 1234", 1.0), ("the last four are one two three four", 1.0), ("the last four are one two", 0.0),
+    ("the code is a b 1 2 3 4 5 6 7", 0.0),  # letters and digits mixed: no common length
+    ("my surname is m a r s h", 1.0),  # letters that spell a word the vocabulary knows
+    ("my surname is b r e n", -1.0),  # letters that spell nothing yet
+    ("yes", 0.0), ("", 0.0), ("a table for two", 0.0),
+])
+def test_a_readings_structure_says_whether_it_is_over(trigram: TrigramWordsEnd, text: str, verdict: float) -> None:
+    assert reading_end(plain_words(text), trigram.known) == verdict
+
+
+@pytest.mark.parametrize(("text", "came"), [
+    ("which documents should i bring", True), ("what should i bring", True), ("what do you want", True),
+    ("okay so which one should we pick", True), ("what does it cost", True),
+    ("which documents should i", False),  # the verb has not come
+    ("which documents should i bring to the", False), ("what should i tell the", False),
+    ("what do you think about", False), ("who should i talk to", False),  # a preposition asks for more
+    ("i know what you should bring", False),  # not a question: no inverted auxiliary
+    ("where should i go", False),  # the question word is not the verb's object
+    ("i need the", False), ("", False),
+])
+def test_a_wh_question_whose_verb_came_is_seen(text: str, came: bool) -> None:
+    assert wh_question_verb_came(contracted(plain_words(text))) is came
+
+
+def test_a_wh_question_whose_verb_came_does_not_say_more_is_coming(trigram: TrigramWordsEnd) -> None:
+    """The fronted phrase is the verb's object: "i bring" reads as going on to a trigram, not here."""
+    question = trigram.judge("which documents should i bring")
+    assert question.probability == pytest.approx(0.5) and "question" in question.reason
+    assert trigram.judge("i should bring").probability < 0.3  # no question: the object is still to come
+    assert trigram.judge("which documents should i").probability < 0.3
+    assert trigram.judge("what can i do for you").probability > 0.8  # a likelier end keeps its probability
+
+
+def test_without_a_vocabulary_a_spelling_says_nothing() -> None:
+    assert reading_end(plain_words("my surname is m a r s h")) == 0.0
+    assert reading_end(plain_words("my number is five five five one two three four")) == 1.0
+
+    def broken(word: str) -> bool:
+        raise RuntimeError(word)
+
+    assert reading_end(plain_words("m a r s h"), broken) == 0.0  # a failing vocabulary never breaks a turn
 
 
 def test_a_missing_model_file_is_a_clear_error_at_construction(tmp_path: Path) -> None:

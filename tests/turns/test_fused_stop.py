@@ -239,6 +239,20 @@ def _timeline(events: list[tuple[float, str]]) -> str:
     return "".join(cells)
 
 
+def test_the_evidence_reads_the_readings_structure() -> None:
+    """A spelled name that makes a word, or a number at a common complete length, reads as over; the
+    spelling needs a vocabulary (the trigram's), the digits do not."""
+    from rxvoice.turns.ending import RulesWordsEnd, TrigramWordsEnd
+
+    trigram = FusedTurnStop(None, words_end=TrigramWordsEnd())
+    rules = FusedTurnStop(None, words_end=RulesWordsEnd())
+    assert trigram.evidence("my surname is m a r s h", 0.5).reading_end == 1.0
+    assert trigram.evidence("my surname is b r e n", 0.5).reading_end == -1.0
+    assert rules.evidence("my surname is m a r s h", 0.5).reading_end == 0.0
+    assert rules.evidence("call me on five five five one two three four", 0.5).reading_end == 1.0
+    assert trigram.evidence("i need the", 0.5).reading_end == 0.0  # not a reading
+
+
 def test_a_digits_reading_with_pauses_of_0_6_1_0_and_1_5_s_is_one_turn() -> None:
     """A caller reads a number in four groups; the pauses grow (0.6, 1.0, 1.5 s). The reading's own
     rhythm holds each of them, so the number is answered once, after its last group."""

@@ -83,6 +83,24 @@ def test_inside_a_reading_the_words_weigh_nothing() -> None:
     assert needed_silence(DEFAULT_WAIT, ends) == needed_silence(DEFAULT_WAIT, goes_on) > 0.6 + 0.2
 
 
+def test_a_readings_structure_moves_the_odds_inside_a_reading_only() -> None:
+    """A number at a common complete length (or letters that spell a word) is likelier over: answered
+    sooner; letters that spell nothing wait longer; outside a reading the structure counts for nothing."""
+    base = Evidence(0.5, UNSURE, reading=True, turn_words=8, longest_pause=0.6)
+    over, going_on = base._replace(reading_end=1.0), base._replace(reading_end=-1.0)
+    odds = end_log_odds(DEFAULT_WAIT, base)
+    assert end_log_odds(DEFAULT_WAIT, over) == pytest.approx(odds + DEFAULT_WAIT.reading_end)
+    assert end_log_odds(DEFAULT_WAIT, going_on) == pytest.approx(odds - DEFAULT_WAIT.reading_end)
+    # the base waits out the bound; letters that spell nothing wait at least as long
+    assert needed_silence(DEFAULT_WAIT, over) < needed_silence(DEFAULT_WAIT, base) <= needed_silence(
+        DEFAULT_WAIT, going_on)
+    assert end_log_odds(DEFAULT_WAIT, base._replace(reading_end=7.0)) == end_log_odds(DEFAULT_WAIT, over)  # -1..1
+    assert end_log_odds(DEFAULT_WAIT, base._replace(reading_end=math.nan)) == end_log_odds(DEFAULT_WAIT, base)
+    outside = Evidence(0.5, SURE_MORE, turn_words=8)
+    assert end_log_odds(DEFAULT_WAIT, outside._replace(reading_end=1.0)) == end_log_odds(DEFAULT_WAIT, outside)
+    assert end_log_odds(replace(DEFAULT_WAIT, reading_end=0.0), over) == end_log_odds(DEFAULT_WAIT, base)
+
+
 def test_words_that_weigh_nothing_change_nothing() -> None:
     a = Evidence(0.5, UNSURE, turn_words=3)
     b = Evidence(0.5, WordsEnd(0.001, 0.0, "w"), turn_words=3)
