@@ -29,7 +29,6 @@ ratio against Pipecat, measured in the same run, is the figure to compare.
     python benchmarks/stt.py DATA      # DATA: a folder with calls/, conversation/, turns/; --json, --engines
     python benchmarks/stt.py DATA --per-call --turns    # each call's errors; the turn decisions on the words
     python benchmarks/stt.py DATA --sets calls --engines whisper --dropped-tail none   # one set, one option
-    python benchmarks/stt.py DATA --sets calls,booking --engines whisper --prompt-context 3   # words as prompt, >= 3 s
 
 Targets: WhisperSTT word error rate <= 0.15 pooled over the calls; real-time factor <= 0.3 on one thread.
 """
@@ -327,8 +326,6 @@ def main() -> None:
     parser.add_argument("--full-window", action="store_true", help="WhisperSTT's encoder reads the whole 30 s window")
     parser.add_argument("--dropped-tail", default=None, help="WhisperSTT's dropped_tail seconds, or 'none' (default "
                                                              "its own)")
-    parser.add_argument("--prompt-context", default=None, help="WhisperSTT's prompt_context seconds, or 'none' "
-                                                               "(default its own)")
     parser.add_argument("--sets", default="calls,booking,utterances",
                         help="which recordings: calls, booking, utterances (comma-separated; default all)")
     parser.add_argument("--per-call", action="store_true", help="also each call's word errors, per engine")
@@ -350,8 +347,6 @@ def main() -> None:
         options["window_margin"] = None
     if args.dropped_tail is not None:
         options["dropped_tail"] = None if args.dropped_tail == "none" else float(args.dropped_tail)
-    if args.prompt_context is not None:
-        options["prompt_context"] = None if args.prompt_context == "none" else float(args.prompt_context)
     label = whisper_model_spec(model)
     print(f"Whisper model: {model} ({label.label if label else 'unpinned files'}); options {options or 'defaults'}",
           file=sys.stderr)

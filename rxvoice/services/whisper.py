@@ -21,11 +21,7 @@ Short segments are hard for Whisper ("to" at the end of "a flight to" comes
 back as "2"), so each one is transcribed with up to ``context`` seconds of
 the session's previous speech before it, and only the words heard in the new
 segment are kept (a word belongs to it when its middle falls after the
-boundary). With ``prompt_context``, a segment at least that long is
-transcribed alone instead, with the words said in that context (Whisper's own
-text of the previous finals) as Whisper's prompt: the decoder reads the
-prompt in one pass rather than searching for those words again in the
-context's audio (off by default: see the argument).
+boundary).
 
 The words come out as a caller says them (:func:`~rxvoice.services.spoken.spoken_words`):
 numbers as number words ("forty two", codes digit by digit "four eight two
@@ -146,7 +142,6 @@ class _Heard(str):
     """A final's text that carries the details to the session (the base stage passes text around)."""
 
     words: tuple[tuple[str, float, float, float], ...]  # word, start and end (seconds into the segment), p
-    written: tuple[tuple[str, float, float], ...]  # Whisper's written words, start and end (seconds in)
     avg_logprob: float
     no_speech_prob: float
     heard: str
@@ -266,8 +261,6 @@ class _WhisperRecognizer:
         self.audio = bytearray()
         self.context = bytearray()
         self.said: list[str] = []  # the words of the previous finals (of the context), bare
-        self.context_words: list[tuple[str, float, float]] = []  # Whisper's written words said in the context
-        self.prompt_bytes = None if stt.prompt_context is None else round(stt.prompt_context * _RATE) * 2
         self.fresh = 0  # bytes of the running segment not yet transcribed
         self.interim_bytes = round(stt.interim_interval * _RATE) * 2
         self.context_bytes = round(stt.context * _RATE) * 2
@@ -288,7 +281,8 @@ class _WhisperRecognizer:
         if self.stt.dropped_tail is not None:
             heard = self._reread_tail(heard)
         if self.context_bytes:
-            self._keep_context(heard)
+            self.context = (self.context + self.audio)[-self.context_bytes:]
+            self.said = (self.said + [_bare(w) for w in heard.split()])[-4 * _ALIGN_WORDS:]
         self.audio = bytearray()
         self.fresh = 0
         return heard
@@ -296,52 +290,30 @@ class _WhisperRecognizer:
     def close(self) -> None:
         self.audio = bytearray()
         self.context = bytearray()
-        self.context_words = []
-
-    def _keep_context(self, heard: _Heard) -> None:
-        """The last ``context`` seconds of speech, and the words said in them (those whose middle is inside)."""
-        joined = self.context + self.audio
-        shift = len(self.context) / 2 / _RATE
-        words = [*self.context_words, *((w, a + shift, b + shift) for w, a, b in heard.written)]
-        cut = max(0, len(joined) - self.context_bytes)
-        start = cut / 2 / _RATE
-        self.context = joined[cut:]
-        self.context_words = [(w, round(a - start, 3), round(b - start, 3)) for w, a, b in words
-                              if (a + b) / 2 >= start]
-        self.said = (self.said + [_bare(w) for w in heard.split()])[-4 * _ALIGN_WORDS:]
 
     def _transcribe(self, *, context: bool = True) -> _Heard:
         before = self.context if context else bytearray()
-        prompt = ""
-        if before and self.prompt_bytes is not None and len(self.audio) >= self.prompt_bytes:
-            # Long enough to be heard alone: the context's words as the prompt, not its audio.
-            prompt, before = _prompt([w for w, _, _ in self.context_words]), bytearray()
         pcm = bytes(before + self.audio)
         samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
         boundary = len(before) / 2 / _RATE
-        spoken = self._tokens(samples, prompt=prompt)
+        spoken = self._tokens(samples)
         mine = spoken[_split(spoken, boundary, self.said if before else [])]
         heard = _Heard(" ".join(t.text for t in mine))
         heard.words = tuple((t.text, round(max(0.0, t.start - boundary), 3), round(max(0.0, t.end - boundary), 3),
                              round(t.probability, 3)) for t in mine)
-        heard.written = _written(mine, boundary)
         by_segment = {t.segment: (t.avg_logprob, t.no_speech_prob) for t in mine}
         heard.avg_logprob = round(sum(a for a, _ in by_segment.values()) / len(by_segment), 3) if by_segment else 0.0
         heard.no_speech_prob = round(max((n for _, n in by_segment.values()), default=0.0), 3)
         heard.heard = " ".join(t.written for t in mine if t.first)
         return heard
 
-    def _tokens(self, samples: np.ndarray[Any, Any], *, prompt: str = "") -> list[_Token]:
-        """Whisper's words for ``samples`` as spoken words (times in seconds into ``samples``).
-
-        ``prompt``: the words said before ``samples`` (Whisper's previous text, for its first window only).
-        """
+    def _tokens(self, samples: np.ndarray[Any, Any]) -> list[_Token]:
+        """Whisper's words for ``samples`` as spoken words (times in seconds into ``samples``)."""
         stt = self.stt
         seconds = len(samples) / _RATE
         options: dict[str, Any] = dict(
             language="en", beam_size=stt.beam_size, best_of=1, temperature=0.0, condition_on_previous_text=False,
             word_timestamps=True, vad_filter=False, max_new_tokens=min(200, 16 + round(8 * min(seconds, 30.0))),
-            initial_prompt=prompt or None,
         )
         segments = list(self.model.transcribe(samples, **options)[0])
         if _looped([w.word for segment in segments for w in segment.words or ()]):
@@ -396,36 +368,10 @@ class _WhisperRecognizer:
         more = _Heard(" ".join([*heard.split(), *(t.text for t in tail)]))
         more.words = heard.words + tuple((t.text, round(offset + t.start, 3), round(offset + t.end, 3),
                                           round(t.probability, 3)) for t in tail)
-        more.written = heard.written + tuple((t.written, round(offset + t.start, 3), round(offset + t.end, 3))
-                                             for t in tail if t.first)
         more.avg_logprob, more.no_speech_prob = heard.avg_logprob, heard.no_speech_prob
         more.heard = " ".join([heard.heard, *(t.written for t in tail if t.first)]).strip()
         self.tails += 1
         return more
-
-
-def _prompt(words: list[str]) -> str:
-    """Whisper's prompt from the context's written words: the last one without its closing mark.
-
-    Whisper closes most segments with a mark ("to...", "Friday."), often in
-    mid-sentence (the caller only paused); the new segment goes on from it.
-    """
-    if not words:
-        return ""
-    return " ".join([*words[:-1], words[-1].rstrip(".,?!;:…")]).strip()
-
-
-def _written(tokens: list[_Token], boundary: float) -> tuple[tuple[str, float, float], ...]:
-    """Whisper's written words of ``tokens`` (seconds after ``boundary``), each from its first spoken word's
-    start to its last one's end."""
-    written: list[tuple[str, float, float]] = []
-    for t in tokens:
-        start, end = round(max(0.0, t.start - boundary), 3), round(max(0.0, t.end - boundary), 3)
-        if t.first or not written:
-            written.append((t.written, start, end))
-        else:
-            written[-1] = (written[-1][0], written[-1][1], end)
-    return tuple(written)
 
 
 _TAIL_PROBABILITY = 0.3
@@ -553,11 +499,6 @@ class WhisperSTT(STTService):
             the model its files are checked against (default: whichever they are).
         context: seconds of the session's previous speech transcribed before
             each segment (0: each segment alone; default 10 s with tiny.en, 5 s with base).
-        prompt_context: a segment at least this many seconds long is transcribed alone, with the
-            words said in the context (Whisper's text of the previous finals) as Whisper's prompt
-            instead of the context's audio: read in one pass, not searched for again (default None:
-            always the audio; 2 s raised the development calls' word error rate from 0.149 to 0.237,
-            3 s left it at 0.146 and the CPU a final costs as it was).
         punctuation: keep Whisper's punctuation on the words (default: none).
         beam_size: the decoder's beam (1: greedy, cheaper and a fifth to a half more errors on
             the development calls).
@@ -587,7 +528,6 @@ class WhisperSTT(STTService):
         *,
         size: str | None = None,
         context: float | None = None,
-        prompt_context: float | None = None,
         punctuation: bool = False,
         beam_size: int = 5,
         window_margin: float | None = 5.0,
@@ -611,10 +551,6 @@ class WhisperSTT(STTService):
         if context is not None and (isinstance(context, bool) or not isinstance(context, int | float)
                                     or not 0 <= context <= 20):
             raise ConfigurationError(f"context must be 0..20 seconds, got {context!r}")
-        prompted = prompt_context
-        if prompted is not None and (isinstance(prompted, bool) or not isinstance(prompted, int | float)
-                                     or not 0 <= prompted <= 30):
-            raise ConfigurationError(f"prompt_context must be 0..30 seconds or None, got {prompt_context!r}")
         if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= 10:
             raise ConfigurationError(f"beam_size must be 1..10, got {beam_size!r}")
         if window_margin is not None and (isinstance(window_margin, bool) or not isinstance(window_margin, int | float)
@@ -635,7 +571,6 @@ class WhisperSTT(STTService):
         self.label = spec.label if spec is not None and size in (None, spec.size) else f"Whisper {size or '?'}"
         """How the output names the model ("Whisper tiny.en")."""
         self.context = float(context if context is not None else _CONTEXT.get(self.size or "", 10.0))
-        self.prompt_context = None if prompt_context is None else float(prompt_context)
         self.punctuation = bool(punctuation)
         self.beam_size = beam_size
         self.window = None if window_margin is None else (float(window_margin), float(min_window))

@@ -286,98 +286,6 @@ def test_a_final_that_ends_with_the_speech_is_not_read_again(model: Path) -> Non
     assert _speech_seconds(np.zeros(RATE, np.float32), 0) == 0.0
 
 
-class _Spy:
-    """The shared model with each transcription's audio length and prompt noted."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self.calls: list[tuple[float, str | None]] = []
-
-    def transcribe(self, samples: np.ndarray[Any, Any], **options: Any) -> Any:
-        self.calls.append((len(samples) / RATE, options.get("initial_prompt")))
-        return self.model.transcribe(samples, **options)
-
-
-def _booking_segments(*indexes: int) -> list[np.ndarray[Any, Any]]:
-    """The booking call's segments (their transcript's times, 0.3 s before each and 0.16 s after)."""
-    samples = booking_samples()
-    segments = load_transcript(booking_paths()[1]).segments
-    return [samples[round((segments[i].start - 0.3) * RATE): round((segments[i].end + 0.16) * RATE)] for i in indexes]
-
-
-def _final(recognizer: _WhisperRecognizer, audio: np.ndarray[Any, Any]) -> Any:
-    recognizer.audio = bytearray(audio.astype("<i2").tobytes())
-    return recognizer.finish()
-
-
-def test_a_long_segment_is_heard_alone_with_the_context_s_words_as_the_prompt(model: Path) -> None:
-    """"Boston, next Friday." after "... a flight to": transcribed without the context's audio, the previous
-    final's words (Whisper's own, the closing mark dropped) as the prompt; none of them in the new final, whose
-    word timings fall inside its own audio. The first final, with no context, has no prompt."""
-    recognizer = WhisperSTT(offload=inline_offload, prompt_context=1.0).new_recognizer()
-    assert isinstance(recognizer, _WhisperRecognizer)
-    spy = _Spy(recognizer.model)
-    recognizer.model = spy
-    first, second = _booking_segments(0, 1)
-    assert len(second) / RATE >= 1.0
-    heard = _final(recognizer, first)
-    assert "flight" in heard and spy.calls[0] == (pytest.approx(len(first) / RATE), None)
-    assert recognizer.context_words and recognizer.context_words[-1][0].rstrip(".,?!…").lower() == "to"
-    final = _final(recognizer, second)
-    seconds, prompt = spy.calls[1]
-    assert seconds == pytest.approx(len(second) / RATE)  # the segment alone: no context audio before it
-    assert prompt is not None and prompt.lower().startswith("hi") and prompt.endswith(" to"), prompt
-    assert "boston" in final.split() and not {"hi", "flight", "like"} & set(final.split()), final
-    assert final.words and " ".join(w for w, *_ in final.words) == str(final)
-    assert all(0.0 <= a <= b <= len(second) / RATE + 0.05 for _, a, b, _ in final.words), final.words
-    assert final.written[0][0].lower().startswith("boston")
-
-
-def test_a_short_segment_is_heard_after_the_context_s_audio(model: Path) -> None:
-    """Under prompt_context seconds (and with prompt_context=None, always), the context's audio goes before the
-    segment and only the words heard after it are kept."""
-    first, second = _booking_segments(0, 1)
-    for setting in (len(second) / RATE + 0.5, None):
-        recognizer = WhisperSTT(offload=inline_offload, prompt_context=setting).new_recognizer()
-        assert isinstance(recognizer, _WhisperRecognizer)
-        spy = _Spy(recognizer.model)
-        recognizer.model = spy
-        _final(recognizer, first)
-        final = _final(recognizer, second)
-        seconds, prompt = spy.calls[-1]
-        assert prompt is None and seconds == pytest.approx((len(first) + len(second)) / RATE)
-        assert "boston" in final.split() and "flight" not in final.split(), final
-
-
-def test_the_context_keeps_the_words_said_in_its_last_seconds(model: Path) -> None:
-    """After each final the context is the last ``context`` seconds of speech, with the written words whose
-    middle falls inside it, timed from its start; close() forgets them."""
-    recognizer = WhisperSTT(offload=inline_offload, context=2.0).new_recognizer()
-    assert isinstance(recognizer, _WhisperRecognizer)
-
-    def heard(*written: tuple[str, float, float]) -> Any:
-        from rxvoice.services.whisper import _Heard
-
-        h = _Heard(" ".join(w for w, _, _ in written))
-        h.written = written
-        return h
-
-    recognizer.audio = bytearray(np.zeros(round(1.5 * RATE), np.int16).tobytes())
-    recognizer._keep_context(heard(("Hi,", 0.3, 0.6), ("there", 0.7, 1.2)))
-    assert recognizer.context_words == [("Hi,", 0.3, 0.6), ("there", 0.7, 1.2)]
-    recognizer.audio = bytearray(np.zeros(round(1.0 * RATE), np.int16).tobytes())
-    recognizer._keep_context(heard(("$42.", 0.1, 0.8)))
-    # 2.5 s in all, the last 2 s kept: "Hi," (middle 0.45 s) is cut off, "there" (0.95 s) stays.
-    assert len(recognizer.context) == 2 * 2 * RATE
-    assert recognizer.context_words == [("there", 0.2, 0.7), ("$42.", 1.1, 1.8)]
-    from rxvoice.services.whisper import _prompt
-
-    assert _prompt([w for w, _, _ in recognizer.context_words]) == "there $42"
-    assert _prompt(["flight", "to..."]) == "flight to" and _prompt([]) == ""
-    recognizer.close()
-    assert recognizer.context_words == [] and not recognizer.context
-
-
 def test_whisper_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RXVOICE_WHISPER_THREADS", raising=False)
     assert _threads() == 1
@@ -506,7 +414,7 @@ def test_install_checks_every_file_and_refuses_a_mismatch(model: Path, tmp_path:
 def test_bad_settings_are_refused(model: Path) -> None:
     for kwargs in ({"context": -1}, {"context": 60}, {"beam_size": 0}, {"compute_type": "float16"},
                    {"interim_interval": 0}, {"language": "de"}, {"dropped_tail": 0}, {"dropped_tail": True},
-                   {"dropped_tail": "1"}, {"prompt_context": -1}, {"prompt_context": True}, {"prompt_context": "2"}):
+                   {"dropped_tail": "1"}):
         with pytest.raises(ConfigurationError):
             WhisperSTT(**kwargs)  # type: ignore[arg-type]
 
