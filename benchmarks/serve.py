@@ -573,8 +573,9 @@ def main() -> None:
                              "on Ray Serve (a local instance, stopped at the end), runs alternating; prints what Ray "
                              "Serve adds to a verdict p50/p99")
     parser.add_argument("--whisper-jobs", metavar="FILE",
-                        help="time each Whisper job in the server (its wait for a worker, its run) into FILE; print "
-                             "the finals' and guesses' figures")
+                        help="time each Whisper job in the server (its wait for a worker, its run, its thread's CPU "
+                             "and run-queue time) into FILE, and every thread's CPU and run-queue time after each "
+                             "final; print the finals' and guesses' figures and the threads'")
     parser.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance (--backend-latency)")
     args = parser.parse_args()
     call = load_call(args.wav or shared() / "audio" / "conversation" / "booking.wav")
