@@ -137,25 +137,47 @@ def start_server(args: argparse.Namespace, stt: str) -> tuple[subprocess.Popen[s
     raise SystemExit("rxvoice serve did not start")
 
 
-# The server with each Whisper job timed (--whisper-jobs): how long it waited for a worker, how long it ran. A
-# wrapper around the stage's default offload, so the library itself stays as it is; one line a job.
+# The server with each Whisper job timed (--whisper-jobs): how long it waited for a worker, how long it ran
+# (wall), the CPU of the thread that ran it (time.thread_time: the Python side; CTranslate2 computes on threads
+# of its own) and that thread's wait for a core (its run-queue time, /proc schedstat). After each final, every
+# thread's CPU and run-queue time so far. A wrapper around the stage's default offload, so the library itself
+# stays as it is; one line a job.
 TIMED_SERVER = """
-import sys, threading, time
+import os, sys, threading, time
 import rxvoice.services.whisper as whisper
 from rxvoice.services.stt_session import _FEED, _FINISH, _OPEN  # the job kinds, read rather than copied
 out, lock, offload = open(sys.argv.pop(1), "a", buffering=1), threading.Lock(), whisper.whisper_offload
 KINDS = {_FEED: "feed", _FINISH: "final", _OPEN: "open"}
+def queued_s():
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9
+def threads():
+    rows = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                cpu, wait = f.read().split()[:2]
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip().replace(" ", "_").replace(":", "_")
+        except OSError:
+            continue
+        rows.append(f"{tid}:{name}:{int(cpu) / 1e9:.3f}:{int(wait) / 1e9:.3f}")
+    return " ".join(rows)
 def timed(job):
     args = getattr(job, "args", ())
     kind = KINDS.get(args[0], "?") if args else "close"
     queued = time.monotonic()
     def run():
-        started = time.monotonic()
+        started, cpu, wait = time.monotonic(), time.thread_time(), queued_s()
         try:
             return job()
         finally:
+            line = (f"{kind} {started - queued:.4f} {time.monotonic() - started:.4f} {time.thread_time() - cpu:.4f} "
+                    f"{queued_s() - wait:.4f} {threading.get_native_id()}\\n")
+            if kind == "final":
+                line += f"threads {threads()}\\n"
             with lock:
-                out.write(f"{kind} {started - queued:.4f} {time.monotonic() - started:.4f}\\n")
+                out.write(line)
     return offload(run)
 whisper.whisper_offload = timed
 from rxvoice.cli import main
@@ -165,18 +187,34 @@ raise SystemExit(main())
 
 
 def whisper_jobs(path: str) -> str:
-    """The timed jobs' figures: finals' wait for a worker and decode p50/p90/max, the other jobs' count and CPU."""
-    rows = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
+    """The timed jobs' figures: finals' and guesses' wait for a worker, wall, thread CPU and run-queue time
+    p50/p90 and sums; then the process's threads by CPU (``tid:cpu/run-queue`` seconds, ``j`` for a thread
+    that ran jobs, with the thread's name): CTranslate2's compute threads are the others with most CPU."""
+    lines = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
+    rows = [r for r in lines if r[0] != "threads"]
     out = []
     for kind in ("final", "feed"):
-        waits = sorted(float(r[1]) for r in rows if r[0] == kind)
-        runs = sorted(float(r[2]) for r in rows if r[0] == kind)
-        if not waits:
+        mine = [r for r in rows if r[0] == kind]
+        if not mine:
             continue
+        waits, runs = sorted(float(r[1]) for r in mine), sorted(float(r[2]) for r in mine)
+        cpus = sorted(float(r[3]) for r in mine if len(r) > 3)
+        queued = sorted(float(r[4]) for r in mine if len(r) > 4)
         out.append(f"{kind}s={len(waits)} {kind}_wait_p50_s={pct(waits, 0.5):.3f} "
                    f"{kind}_wait_p90_s={pct(waits, 0.9):.3f} "
                    f"{kind}_wait_max_s={waits[-1]:.3f} {kind}_run_p50_s={pct(runs, 0.5):.3f} "
                    f"{kind}_run_p90_s={pct(runs, 0.9):.3f} {kind}_run_sum_s={sum(runs):.1f}")
+        if cpus:
+            out.append(f"{kind}_thread_cpu_p50_s={pct(cpus, 0.5):.3f} {kind}_thread_cpu_p90_s={pct(cpus, 0.9):.3f} "
+                       f"{kind}_thread_cpu_sum_s={sum(cpus):.1f} {kind}_runqueue_p90_s={pct(queued, 0.9):.3f} "
+                       f"{kind}_runqueue_sum_s={sum(queued):.1f}")
+    snapshots = [r for r in lines if r[0] == "threads"]
+    if snapshots:
+        job_tids = {r[5] for r in rows if len(r) > 5}
+        threads = sorted((tuple(t.split(":")) for t in snapshots[-1][1:]), key=lambda t: -float(t[2]))
+        out.append("threads " + " ".join(
+            f"{tid}{'j' if tid in job_tids else ''}:{name}:{float(cpu):.1f}/{float(wait):.1f}"
+            for tid, name, cpu, wait in threads if float(cpu) >= 0.5))
     return " ".join(out)
 
 
@@ -535,8 +573,9 @@ def main() -> None:
                              "on Ray Serve (a local instance, stopped at the end), runs alternating; prints what Ray "
                              "Serve adds to a verdict p50/p99")
     parser.add_argument("--whisper-jobs", metavar="FILE",
-                        help="time each Whisper job in the server (its wait for a worker, its run) into FILE; print "
-                             "the finals' and guesses' figures")
+                        help="time each Whisper job in the server (its wait for a worker, its run, its thread's CPU "
+                             "and run-queue time) into FILE, and every thread's CPU and run-queue time after each "
+                             "final; print the finals' and guesses' figures and the threads'")
     parser.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance (--backend-latency)")
     args = parser.parse_args()
     call = load_call(args.wav or shared() / "audio" / "conversation" / "booking.wav")
