@@ -365,12 +365,14 @@ def default_words_end(language: str = "en") -> WordsEndModel:
     return RulesWordsEnd(language)
 
 
-_NUMBER_WORDS = frozenset({
-    "zero", "oh", "nought", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
-    "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand",
-    "double", "triple",
-})
+_DIGIT_WORDS = frozenset({"zero", "oh", "nought", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                          "nine"})
+_TEENS = frozenset({"ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+                    "eighteen", "nineteen"})
+_TENS = frozenset({"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"})
+_DIGITS_OF: dict[str, int] = {"double": 1, "triple": 2, "hundred": 2, "thousand": 3}
+"""Digits a word adds beyond the one after it: "double" and "triple" copy it, "hundred" adds its zeros."""
+_NUMBER_WORDS = frozenset(_DIGIT_WORDS | _TEENS | _TENS | _DIGITS_OF.keys())
 _NUMBER_CUES = frozenset({
     "is", "was", "number", "code", "pin", "zip", "postcode", "phone", "digits", "reference", "extension", "ext", "on",
 })
@@ -395,11 +397,6 @@ def reading_in_progress(words: Sequence[str]) -> bool:
     return bool(len(last) == 1 and last.isalpha() and len(before) == 1 and before.isalpha())
 
 
-_DIGIT_WORDS = frozenset({"zero", "oh", "nought", "one", "two", "three", "four", "five", "six", "seven", "eight",
-                          "nine"})
-_TEENS = frozenset({"ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
-                    "eighteen", "nineteen"})
-_TENS = frozenset({"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"})
 COMPLETE_DIGITS = frozenset({7, 10, 11, 16})
 """Digit counts a number read out is commonly complete at, named or not: a local phone number (7), a
 national one (10) or one with its country or trunk prefix (11), a payment card (16)."""
@@ -421,8 +418,8 @@ def _digit_count(run: Sequence[str]) -> int:
             count += 0 if i and run[i - 1] in _TENS and word not in ("zero", "oh", "nought") else 1
         elif word in _TEENS or word in _TENS:
             count += 2
-        else:  # "double" and "triple" count the copies of the digit after them, "hundred" its zeros
-            count += {"double": 1, "triple": 2, "hundred": 2, "thousand": 3}.get(word, 0)
+        else:
+            count += _DIGITS_OF.get(word, 0)
     return count
 
 
@@ -440,7 +437,7 @@ def reading_end(words: Sequence[str], known: Callable[[str], bool] | None = None
     if not words:
         return 0.0
     i = len(words)
-    while i > 0 and (_number(words[i - 1]) or words[i - 1] in _TEENS):
+    while i > 0 and _number(words[i - 1]):
         i -= 1
     run = words[i:]
     if run:
