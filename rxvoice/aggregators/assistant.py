@@ -163,19 +163,22 @@ class _AssistantSession(StageShell):
             text = frame.text  # type: ignore[attr-defined]
             if text and frame.append_to_context:  # type: ignore[attr-defined]
                 self.parts.append((text, frame.includes_inter_frame_spaces))  # type: ignore[attr-defined]
-            self.link.emit_down(frame)
+            emit = self.link.emit_down  # read, then called: not looked up as a method (faster)
+            emit(frame)
             return
         try:
             handler = self._dispatch.get(t)
             if handler is self._inline and handler is not None:  # :meth:`_decide`, written out (every decision)
-                self.now = now = self.clock()
+                clock = self.clock  # read, then called: not looked up as a method (faster)
+                self.now = now = clock()
                 self.core.on_frame(self.state, self, frame, DOWN, now)
                 if t is EndFrame or t is CancelFrame:
                     self._end()
             elif handler is not None:
                 handler(frame, DOWN)
             else:
-                self.link.emit_down(frame)
+                emit = self.link.emit_down  # read, then called: not looked up as a method (faster)
+                emit(frame)
             if t in self._summary_types:
                 self.summary.on_frame(frame, DOWN)
         except Exception as exc:
