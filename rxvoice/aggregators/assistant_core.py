@@ -215,9 +215,11 @@ class AssistantCore:
         elif t is LLMFullResponseEndFrame or t is LLMAssistantPushAggregationFrame or t is EndFrame:
             self._close(s, port, False, now)
             port.emit(frame, direction)
-        elif t is InterruptionFrame:
-            self._close(s, port, True, now)
-            self._cancel_calls_on_interruption(s, port)
+        elif t is InterruptionFrame:  # every user turn brings one: what has nothing to do is not called
+            if s.started_at is not None:
+                self._close(s, port, True, now)
+            if s.calls:
+                self._cancel_calls_on_interruption(s, port)
             port.clear_text()
             s.push_on_bot_stopped = s.owed = False
             s.thought_at = None
@@ -317,7 +319,7 @@ class AssistantCore:
         if text and port.write(lambda c: c.add_assistant_message(text)):
             port.emit_context(DOWN)
             port.emit(LLMContextAssistantTimestampFrame(iso8601(now)), DOWN)
-        content = strip_markers(text, frozenset(s.markers))
+        content = strip_markers(text, frozenset(s.markers)) if s.markers else text
         started = iso8601(s.started_at)
         if port.listens(EVENT_ASSISTANT_TURN_STOPPED):
             port.event(EVENT_ASSISTANT_TURN_STOPPED, AssistantTurnStopped(content, interrupted, started))

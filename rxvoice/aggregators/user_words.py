@@ -33,7 +33,7 @@ from ..frames import (
     TranscriptionFrame,
 )
 from ..text.blank import is_blank
-from ..text.parts import Part, concatenate
+from ..text.parts import concatenate
 from ..turns.config import EmptyUserTurnConfig
 from ..turns.machine import TurnState
 from ..turns.reports import EVENT_USER_TURN_MESSAGE_ADDED, EVENT_USER_TURN_SPECULATION, iso8601
@@ -85,8 +85,10 @@ class UserWords:
         """Interims are only a speculation's guess (:meth:`interim`): without one the machine need not tell them."""
         self.guess = ""
         """The latest interim transcript after the last final (words so far for a speculation only)."""
-        self.parts: list[Part] = []
-        self.held: list[Part] = []
+        self.parts: list[tuple[str, bool]] = []
+        """The finals of the turn so far, as ``(text, includes_inter_frame_spaces)`` pairs for :func:`concatenate`
+        (one is built for every final: a pair costs a fraction of a :class:`~rxvoice.text.parts.Part`)."""
+        self.held: list[tuple[str, bool]] = []
         self.started_at: float | None = None
         self.whole = ""
         self.user_id = ""
@@ -104,7 +106,7 @@ class UserWords:
         text = frame.text
         if not text.strip():
             return
-        part = Part(text, frame.includes_inter_frame_spaces)
+        part = (text, frame.includes_inter_frame_spaces)
         if late:  # a late tail of the answered turn: it joins the next turn's message
             self.held.append(part)
         else:
@@ -163,7 +165,7 @@ class UserWords:
         if old is None:
             written = port.write(lambda c: c.add_user_message(text))
         else:
-            joined = concatenate([Part(old), Part(text)])
+            joined = concatenate([(old, False), (text, False)])
             merged = False
 
             def join(c: LLMContext) -> None:
@@ -228,7 +230,7 @@ class UserWords:
         """What a message written now would say, with the latest interim guess after it."""
         parts = [*self.held, *self.parts]
         if self.guess:
-            parts.append(Part(self.guess))
+            parts.append((self.guess, False))
         return concatenate(parts)
 
     def speculate(self, now: float, words_in: bool = True) -> None:

@@ -136,7 +136,8 @@ class Messages(Sequence[Any]):
 
     def __reversed__(self) -> Iterator[Any]:
         tail, blocks = self._tail, self._blocks
-        newest = map(tail.__getitem__, range(self._t - 1, -1, -1))
+        # The list's own reverse iterator (a slice only when another snapshot grew this tail past ours).
+        newest: Iterator[Any] = reversed(tail) if len(tail) == self._t else reversed(tail[:self._t])
         if not self._k:
             return newest
         older = chain.from_iterable(map(reversed, map(blocks.__getitem__, range(self._k - 1, -1, -1))))

@@ -45,13 +45,17 @@ def concatenate(parts: Iterable[Part | tuple[str, bool]]) -> str:
         '你好世界 Hi'
     """
     if type(parts) is list and parts and type(parts[0]) is tuple:
-        # Only self-spaced (text, True) pairs, a model's tokens (the common case): the rule below appends
-        # them as they are, so one join does it. Anything else (Part objects, bare words, a text that is
-        # not a string) takes the rule itself (a list of Parts without trying: no exception to catch).
+        # Only self-spaced (text, True) pairs, a model's tokens, or only bare (text, False) ones, a user's
+        # finals (the common cases): the rule below appends the first as they are and puts one space between
+        # the others, so one join does it. Anything else (Part objects, a mix, a text that is not a string)
+        # takes the rule itself (a list of Parts without trying: no exception to catch).
         try:
             texts, spaced_flags = zip(*parts, strict=True)
-            if spaced_flags.count(True) == len(spaced_flags):
+            spaced = spaced_flags.count(True)
+            if spaced == len(spaced_flags):
                 return "".join(texts).strip()
+            if not spaced and spaced_flags.count(False) == len(spaced_flags):
+                return " ".join(filter(None, texts)).strip()
         except (TypeError, ValueError):
             pass
     pieces: list[str] = []

@@ -73,6 +73,10 @@ IDLE_KEY = "idle"
 """The idle timer's key."""
 
 _DISARM: Effects = (Disarm(IDLE_KEY),)
+_OFF: tuple[Effects, Effects] = (NOTHING, _DISARM)
+"""What stops the watch, by whether it is on (``_OFF[timeout > 0]``): with no timeout nothing was armed, so
+nothing is disarmed (the idle timer is armed only while the timeout is above 0, and a timeout set to 0
+disarms it then)."""
 _FIRE: Effects = (USER_IDLE,)
 
 
@@ -107,7 +111,8 @@ def idle_heard(state: IdleState, speaking: bool) -> tuple[IdleState, Effects]:
     """
     timeout, waiting, bot, user_turn, calls, paused, pending, _speaking = state  # built whole: every VAD edge
     if speaking:
-        return build(IdleState, (timeout, False, bot, user_turn, calls, paused or waiting, pending, True)), _DISARM
+        return build(IdleState, (timeout, False, bot, user_turn, calls, paused or waiting, pending, True)), _OFF[
+            timeout > 0]
     return _resume(build(IdleState, (timeout, waiting, bot, user_turn, calls, paused, pending, False)))
 
 
@@ -130,9 +135,9 @@ def idle_step(state: IdleState, frame: Frame, answered: bool = False) -> tuple[I
             return _wait(s)
         return s, NOTHING
     if t is BotStartedSpeakingFrame:
-        return build(IdleState, (timeout, False, True, user_turn, calls, False, False, speaking)), _DISARM
+        return build(IdleState, (timeout, False, True, user_turn, calls, False, False, speaking)), _OFF[timeout > 0]
     if t is UserStartedSpeakingFrame:
-        return build(IdleState, (timeout, False, bot, True, calls, False, False, speaking)), _DISARM
+        return build(IdleState, (timeout, False, bot, True, calls, False, False, speaking)), _OFF[timeout > 0]
     if t is UserStoppedSpeakingFrame:
         if answered:  # a reply is on its way: the user is not the one expected to speak
             return build(IdleState, (timeout, False, bot, False, calls, False, True, speaking)), NOTHING
@@ -147,7 +152,8 @@ def idle_step(state: IdleState, frame: Frame, answered: bool = False) -> tuple[I
         return state, NOTHING
     if isinstance(frame, FunctionCallsStartedFrame):
         n = len(frame.function_calls)
-        return state._replace(waiting=False, calls=state.calls + n, paused=state.paused or state.waiting), _DISARM
+        return state._replace(waiting=False, calls=state.calls + n, paused=state.paused or state.waiting), _OFF[
+            state.timeout > 0]
     if isinstance(frame, FunctionCallResultFrame | FunctionCallCancelFrame):
         props = frame.properties if isinstance(frame, FunctionCallResultFrame) else None
         if props is not None and not props.is_final:
@@ -156,7 +162,7 @@ def idle_step(state: IdleState, frame: Frame, answered: bool = False) -> tuple[I
     if isinstance(frame, UserIdleTimeoutUpdateFrame):
         s = state._replace(timeout=float(frame.timeout))
         if s.timeout <= 0:
-            return s, _DISARM
+            return s, _OFF[state.timeout > 0]
         return s, (_arm(s) if s.waiting else NOTHING)
     return state, NOTHING
 

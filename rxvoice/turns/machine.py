@@ -9,9 +9,10 @@ is defined first, in its own module); each step is a rule of its own:
 1. **mute** (:meth:`TurnMachine._mute`): a frame is judged by the mute state
    from before it; every mute strategy then sees it. What the user says
    while muted is dropped, not queued.
-2. **the frame itself** (:meth:`TurnMachine._frame`): the user's speech and
-   the bot's are noted; a transcript goes to the words, and the *late-tail
-   rule* decides whether it may open a turn.
+2. **the frame itself** (:meth:`TurnMachine._frame`, a transcript in
+   :meth:`TurnMachine.on_frame`): the user's speech and the bot's are noted;
+   a transcript goes to the words, and the *late-tail rule* decides whether
+   it may open a turn.
 3. **the start chain, then the stop chain** (:meth:`TurnMachine._decide`):
    each strategy sees the frame types it handles, in order, until one halts
    its chain; their effects are applied as they come (:func:`~rxvoice.turns.effects.apply_effects`):
@@ -32,16 +33,13 @@ is defined first, in its own module); each step is a rule of its own:
    interrupted, the continuation joins the same user message, the whole
    turn is answered once.
 
-Decisions have no clock, scheduler, thread or I/O: time comes in as an
-argument, and what a decision does is a call on a narrow
-:class:`~rxvoice.turns.port.TurnPort` and on
-:class:`~rxvoice.turns.port.Words` (see :mod:`rxvoice.turns.port`).
-Everything configured is built once in :class:`TurnMachine`, so a feature
-that is not configured (mute, idle, a recommendation) costs nothing per
-frame. Every input enters through :meth:`TurnMachine.step`: the stages feed
-it, and so does :func:`~rxvoice.turns.scan.turn_step`, the machine as a
-``scan`` accumulator, which :func:`rxvoice.operators.turn_steps` runs on any
-stream of frames.
+Decisions have no clock, scheduler, thread or I/O: time comes in as an argument, and what a decision
+does is a call on a narrow :class:`~rxvoice.turns.port.TurnPort` and on :class:`~rxvoice.turns.port.Words`
+(see :mod:`rxvoice.turns.port`). Everything configured is built once in :class:`TurnMachine`: mute or a
+recommendation not configured costs nothing per frame (an idle watch with no timeout keeps its state and
+arms nothing). Every input enters through :meth:`TurnMachine.step`: the stages feed it, and so does
+:func:`~rxvoice.turns.scan.turn_step`, the machine as a ``scan`` accumulator, which
+:func:`rxvoice.operators.turn_steps` runs on any stream of frames.
 """
 
 from __future__ import annotations
@@ -62,6 +60,7 @@ from ..frames import (
     InputAudioRawFrame,
     InterimTranscriptionFrame,
     InterruptionFrame,
+    LLMContextAssistantTurnFrame,
     LLMServiceMetadataFrame,
     ProposedUserStartedSpeakingFrame,
     ProposedUserStoppedSpeakingFrame,
@@ -119,8 +118,9 @@ _TURN_FRAMES: frozenset[type[Frame]] = frozenset({UserStartedSpeakingFrame, User
 """Announced turns from elsewhere: when a strategy adopts them, the idle watch follows the adopted turn."""
 _IDLE_INPUT: frozenset[type[Frame]] = IDLE_TYPES | SPEECH_TYPES
 """What the idle watch sees of the frames handed in (the user's voice pauses it)."""
-_STARTED = UserStartedSpeakingFrame()
+_STARTED = UserStartedSpeakingFrame()  # frames are immutable values: those every turn sends are built once
 _STOPPED = UserStoppedSpeakingFrame()
+_INTERRUPTION = InterruptionFrame()
 _MUTED_STOP = VADUserStoppedSpeakingFrame(0.0, 0.0)
 _MUTE_STARTED = UserMuteStartedFrame()
 _MUTE_STOPPED = UserMuteStoppedFrame()
@@ -280,7 +280,15 @@ class TurnMachine:
                 heard = False
             else:
                 heard = True
-                start_ok = self._frame(s, frame, t, direction, now)
+                if t is TranscriptionFrame or t is InterimTranscriptionFrame:  # 2. for most frames, here
+                    start_ok = s.open or may_start(
+                        False, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
+                    if t is TranscriptionFrame:
+                        s.words.transcript(frame, direction, not start_ok, now)  # type: ignore[arg-type]
+                    elif s.takes_interims:
+                        s.words.interim(frame, direction)  # type: ignore[arg-type]
+                else:
+                    start_ok = self._frame(s, frame, t, direction, now)
                 if t in s.controller.handled_types:
                     self._decide(s, frame, now, start_ok)
                 if t in _IDLE_INPUT and (t not in _TURN_FRAMES or t not in s.controller.adopted):
@@ -347,16 +355,7 @@ class TurnMachine:
     # 2. the frame itself
 
     def _frame(self, s: TurnState, frame: Frame, t: type[Frame], direction: Direction, now: float) -> bool:
-        """Note what the frame says about the speakers; pass it on. Returns whether it may open a turn."""
-        if t is TranscriptionFrame:
-            start_ok = s.open or may_start(False, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
-            s.words.transcript(frame, direction, not start_ok, now)  # type: ignore[arg-type]
-            return start_ok
-        if t is InterimTranscriptionFrame:
-            start_ok = s.open or may_start(False, s.vad_seen, s.speech_since, s.answered_at, now, self.late_window)
-            if s.takes_interims:
-                s.words.interim(frame, direction)  # type: ignore[arg-type]
-            return start_ok
+        """Note what a frame says of the speakers (transcripts: :meth:`on_frame`); pass it on. True: may open a turn."""
         port = s.port
         if t is VADUserStartedSpeakingFrame:
             s.vad_seen = s.speech_since = True
@@ -380,6 +379,8 @@ class TurnMachine:
             if not s.controller.resolves_proposed_stops:
                 port.emit(frame, direction)
             return True
+        elif t is LLMContextAssistantTurnFrame:
+            s.recoverable_until = _NEVER  # the reply is written (text shows at once): resumed speech is a new turn
         elif t is STTMetadataFrame or t is LLMServiceMetadataFrame:
             port.emit(frame, direction)
             if self.recommendable:
@@ -466,9 +467,8 @@ class TurnMachine:
             port.emit(_STARTED, UP)
         self._idle(s, _STARTED, now, answered=False)
         if interruptions or recovered:  # a recovery always cancels the reply nobody has heard
-            interruption = InterruptionFrame()
-            port.emit(interruption, DOWN)
-            port.emit(interruption, UP)
+            port.emit(_INTERRUPTION, DOWN)
+            port.emit(_INTERRUPTION, UP)
         if port.listens(EVENT_USER_TURN_STARTED):
             port.event(EVENT_USER_TURN_STARTED, strategy)
 

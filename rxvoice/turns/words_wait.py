@@ -200,14 +200,16 @@ class WordsWait:
             text = getattr(frame, "text", "")  # :func:`has_words`, written out: every transcript
             if not isinstance(text, str) or is_blank(text):
                 return w, NOTHING
-            no_vad = not w.speaking and not w.vad_stopped  # :attr:`WordsState.no_vad`
-            w = _words_in(w, frame, now)
-            if no_vad:  # no speech end to count from: the words are the speech's own end
-                return build(WordsState, (w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh,
-                                          w.finalized, True, True, w.stt_timeout, w.stt_known)), _DISARM
-            return build(WordsState, (w.speaking, w.vad_stopped, w.speech_end, w.text, w.text_at, w.fresh,
-                                      w.finalized, w.stt_done or w.finalized, True, w.stt_timeout, w.stt_known)), (
-                _DISARM if w.finalized else _DISARM_GRACE)
+            # :func:`_words_in` and what the words end, in one state: every transcript.
+            words = text.strip()
+            words = f"{w.text} {words}" if w.text else words
+            finalized = w.finalized or bool(getattr(frame, "finalized", False))
+            if not w.speaking and not w.vad_stopped:  # no VAD (:attr:`WordsState.no_vad`): the words end the speech
+                return build(WordsState, (False, False, w.speech_end, words, now, True, finalized, True, True,
+                                          w.stt_timeout, w.stt_known)), _DISARM
+            return build(WordsState, (w.speaking, w.vad_stopped, w.speech_end, words, now, True, finalized,
+                                      w.stt_done or finalized, True, w.stt_timeout, w.stt_known)), (
+                _DISARM if finalized else _DISARM_GRACE)
         if t is VADUserStartedSpeakingFrame:
             return build(WordsState, (True, False, w.speech_end, w.text, w.text_at, False, False, False, False,
                                       w.stt_timeout, w.stt_known)), _DISARM
