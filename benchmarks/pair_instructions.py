@@ -21,8 +21,10 @@ directory, not the current one, comes first on Python's path, so without it
 the installed ``rxvoice`` is counted. ``--profile`` prints a cProfile of the
 loop instead; ``--calls`` the Python-level calls a turn (``sys.setprofile``,
 Python functions only, the given count of turns and three times as many,
-subtracted), the most frequent first. The last line says whether the run
-left the expected context.
+subtracted), the most frequent first; ``--events`` the wall time of each
+event of a turn (each frame timed as it goes in, and the clock's advance
+that fires the speech timer), the median over the turns of five runs. The
+last line says whether the run left the expected context.
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ def _floor(events: list[Event]) -> tuple[Callable[[], None], Callable[[], bool]]
     return loop, lambda: len(out) == len(frames)
 
 
-def _pair(events: list[Event], mode: str) -> tuple[Callable[[], None], Callable[[], bool]]:
+def _parts(
+    events: list[Event], mode: str
+) -> tuple[list[object], Callable[[object], None], Callable[[float], None], Callable[[], bool]]:
+    """The pair as ``pair_throughput.py`` builds it: (its frames, the way in, the clock's advance, the check)."""
     from reactivex.testing import TestScheduler
 
     from rxvoice import LLMContext, pipeline
@@ -86,9 +91,19 @@ def _pair(events: list[Event], mode: str) -> tuple[Callable[[], None], Callable[
             contexts[0] += 1
 
     subscription = down.subscribe(sink, scheduler=scheduler)
-    on_next = source.on_next
+
+    def ok() -> bool:
+        subscription.dispose()
+        return check_messages([dict(m) for m in pair.context().messages], events)
+
+    return frames, source.on_next, scheduler.advance_by, ok  # type: ignore[return-value]
+
+
+def _pair(events: list[Event], mode: str) -> tuple[Callable[[], None], Callable[[], bool]]:
+    from rxvoice import frames as F
+
+    frames, on_next, advance, ok = _parts(events, mode)
     stop_type = F.VADUserStoppedSpeakingFrame
-    advance = scheduler.advance_by
 
     def loop() -> None:
         for f in frames:
@@ -96,11 +111,55 @@ def _pair(events: list[Event], mode: str) -> tuple[Callable[[], None], Callable[
             if type(f) is stop_type:
                 advance(0.001)
 
-    def ok() -> bool:
-        subscription.dispose()
-        return check_messages([dict(m) for m in pair.context().messages], events)
-
     return loop, ok
+
+
+def _events(mode: str, turns: int, reps: int = 5) -> int:
+    """The wall time of each event of a turn: the median over ``turns`` turns and ``reps`` runs, in µs.
+
+    Each frame is timed as it goes in (``perf_counter_ns`` around its ``on_next``, the collector off), and
+    so is the ``advance_by`` after a VAD stop (the speech timer's firing: the turn's end in turns mode).
+    A transcript is named by its place in the turn. The last line is the sum for one turn.
+    """
+    import statistics
+    import time
+    from collections import defaultdict
+
+    spent: dict[str, list[int]] = defaultdict(list)
+    for _ in range(reps):
+        loop_frames, on_next, advance, ok = _parts(build_conversation(turns), mode)
+        stop_type = type(loop_frames[6])  # the VAD stop (the user's stop in external mode)
+        clock = time.perf_counter_ns
+        gc.collect()
+        gc.disable()
+        try:
+            place = 0
+            for f in loop_frames:
+                name = type(f).__name__
+                if "Transcription" in name:
+                    name, place = f"{name} {place + 1}", place + 1
+                else:
+                    place = 0
+                t0 = clock()
+                on_next(f)
+                spent[name].append(clock() - t0)
+                if type(f) is stop_type and mode == "turns":
+                    t0 = clock()
+                    advance(0.001)
+                    spent["advance_by (the speech timer fires)"].append(clock() - t0)
+        finally:
+            gc.enable()
+        if not ok():
+            print("ok=False")
+            return 1
+    total = 0.0
+    for name, ns in spent.items():
+        per_turn = len(ns) / (turns * reps)
+        median = statistics.median(ns) / 1000
+        total += per_turn * median
+        print(f"{median:8.2f} us  x{per_turn:4.0f}  {name}")
+    print(f"{total:8.2f} us  a turn (medians)")
+    return 0
 
 
 def _calls(build: Callable[[list[Event]], tuple[Callable[[], None], Callable[[], bool]]], turns: int) -> int:
@@ -140,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("turns", type=int)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the loop")
     parser.add_argument("--calls", action="store_true", help="print the Python calls a turn")
+    parser.add_argument("--events", action="store_true", help="print the wall time of each event of a turn")
     args = parser.parse_args(argv)
 
     def build(events: list[Event]) -> tuple[Callable[[], None], Callable[[], bool]]:
@@ -149,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     warm()
     if args.calls:
         return _calls(build, args.turns)
+    if args.events:
+        if args.mode == "floor":
+            parser.error("--events times the pair (external or turns)")
+        return _events(args.mode, args.turns)
     loop, ok = build(build_conversation(args.turns))
     gc.collect()
     if args.profile:

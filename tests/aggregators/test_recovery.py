@@ -92,6 +92,30 @@ def test_once_the_bot_has_spoken_resuming_is_an_ordinary_barge_in() -> None:
     assert [r.snapshot.messages[-1]["content"] for r in llm.runs][-1] == "two people."
 
 
+def test_once_the_reply_is_written_resuming_is_a_new_turn() -> None:
+    """A text pipeline shows the reply as it is written (by 1.2 s here): the user's 1.6 s words are a new turn.
+
+    The assistant's ``LLMContextAssistantTurnFrame`` (its reply written) closes the window as it comes back."""
+    pair, llm, rec = talk(RESUMES, first_token_delay=0.1)
+    assert [t for t, _ in rec.of_type(F.LLMContextAssistantTurnFrame)][0] < 1600
+    assert rec.events_named("on_user_turn_recovered") == []
+    assert conversation(pair) == [
+        ("user", FIRST), ("assistant", "Sure, for how many people would that be?"),
+        ("user", "two people."), ("assistant", "A table for two, booked.")]
+    assert [r.snapshot.messages[-1]["content"] for r in llm.runs] == [FIRST, "two people."]
+
+
+def test_the_assistants_turn_frame_closes_the_window_as_it_comes_back() -> None:
+    """The user's stage alone: an ``LLMContextAssistantTurnFrame`` from downstream (1.3 s) says a reply was
+    written, though this conversation holds none; the 1.6 s words are then a new turn, not a recovery."""
+    pair = Pair(LLMContext())
+    turn = F.LLMContextAssistantTurnFrame("Sure.", "2026-01-01T00:00:01Z")
+    rec = FrameMarbles({**L, "T": turn}).run(pipeline(pair.user()), down=RESUMES, up="-------------T",
+                                             watch=[pair.user()])
+    assert rec.events_named("on_user_turn_recovered") == []
+    assert [c for role, c in conversation(pair) if role == "user"] == [FIRST, "two people."]
+
+
 def test_resuming_after_the_window_is_a_new_turn() -> None:
     """The user goes on 2.0 s after the end (the window is 1.5 s): two turns, two answers."""
     pair, _, rec = talk("v--a-s----------------------v-b-s" + "-" * 50 + "E", first_token_delay=3.0)
