@@ -97,7 +97,7 @@ def test_once_the_reply_is_written_resuming_is_a_new_turn() -> None:
 
     The assistant's ``LLMContextAssistantTurnFrame`` (its reply written) closes the window as it comes back."""
     pair, llm, rec = talk(RESUMES, first_token_delay=0.1)
-    assert [t for t, _ in rec.of_type(F.LLMContextAssistantTurnFrame)][0] < 1600
+    assert next(t for t, _ in rec.of_type(F.LLMContextAssistantTurnFrame)) < 1600
     assert rec.events_named("on_user_turn_recovered") == []
     assert conversation(pair) == [
         ("user", FIRST), ("assistant", "Sure, for how many people would that be?"),
