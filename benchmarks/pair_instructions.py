@@ -125,10 +125,11 @@ def _events(mode: str, turns: int, reps: int = 5) -> int:
     import time
     from collections import defaultdict
 
+    from rxvoice import frames as F
+
     spent: dict[str, list[int]] = defaultdict(list)
     for _ in range(reps):
         loop_frames, on_next, advance, ok = _parts(build_conversation(turns), mode)
-        stop_type = type(loop_frames[6])  # the VAD stop (the user's stop in external mode)
         clock = time.perf_counter_ns
         gc.collect()
         gc.disable()
@@ -143,7 +144,7 @@ def _events(mode: str, turns: int, reps: int = 5) -> int:
                 t0 = clock()
                 on_next(f)
                 spent[name].append(clock() - t0)
-                if type(f) is stop_type and mode == "turns":
+                if type(f) is F.VADUserStoppedSpeakingFrame:  # turns mode: the speech timer fires as time moves
                     t0 = clock()
                     advance(0.001)
                     spent["advance_by (the speech timer fires)"].append(clock() - t0)

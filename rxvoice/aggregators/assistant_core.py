@@ -215,11 +215,9 @@ class AssistantCore:
         elif t is LLMFullResponseEndFrame or t is LLMAssistantPushAggregationFrame or t is EndFrame:
             self._close(s, port, False, now)
             port.emit(frame, direction)
-        elif t is InterruptionFrame:  # every user turn brings one: what has nothing to do is not called
-            if s.started_at is not None:
-                self._close(s, port, True, now)
-            if s.calls:
-                self._cancel_calls_on_interruption(s, port)
+        elif t is InterruptionFrame:
+            self._close(s, port, True, now)
+            self._cancel_calls_on_interruption(s, port)
             port.clear_text()
             s.push_on_bot_stopped = s.owed = False
             s.thought_at = None

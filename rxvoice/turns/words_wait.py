@@ -103,14 +103,20 @@ class WordsState(NamedTuple):
         return not self.speaking and not self.vad_stopped
 
 
+def _with_words(
+    w: WordsState, text: str, finalized: bool, now: float, stt_done: bool, grace_done: bool
+) -> WordsState:
+    """``w`` with a transcript's (stripped) words added: the turn's latest, and the last speech's (fresh)."""
+    return build(WordsState, (
+        w.speaking, w.vad_stopped, w.speech_end, f"{w.text} {text}" if w.text else text, now, True, finalized,
+        stt_done, grace_done, w.stt_timeout, w.stt_known,
+    ))
+
+
 def _words_in(w: WordsState, frame: Frame, now: float) -> WordsState:
     """A transcript with words arrived: they are the turn's latest (and the last speech's: fresh)."""
-    text = frame.text.strip()  # type: ignore[attr-defined]
-    return build(WordsState, (
-        w.speaking, w.vad_stopped, w.speech_end, f"{w.text} {text}" if w.text else text, now, True,
-        w.finalized or bool(getattr(frame, "finalized", False)), w.stt_done, w.grace_done, w.stt_timeout,
-        w.stt_known,
-    ))
+    finalized = w.finalized or bool(getattr(frame, "finalized", False))
+    return _with_words(w, frame.text.strip(), finalized, now, w.stt_done, w.grace_done)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,15 +206,11 @@ class WordsWait:
             text = getattr(frame, "text", "")  # :func:`has_words`, written out: every transcript
             if not isinstance(text, str) or is_blank(text):
                 return w, NOTHING
-            # :func:`_words_in` and what the words end, in one state: every transcript.
-            words = text.strip()
-            words = f"{w.text} {words}" if w.text else words
+            # The words in, and what they end, in one state: every transcript.
             finalized = w.finalized or bool(getattr(frame, "finalized", False))
             if not w.speaking and not w.vad_stopped:  # no VAD (:attr:`WordsState.no_vad`): the words end the speech
-                return build(WordsState, (False, False, w.speech_end, words, now, True, finalized, True, True,
-                                          w.stt_timeout, w.stt_known)), _DISARM
-            return build(WordsState, (w.speaking, w.vad_stopped, w.speech_end, words, now, True, finalized,
-                                      w.stt_done or finalized, True, w.stt_timeout, w.stt_known)), (
+                return _with_words(w, text.strip(), finalized, now, True, True), _DISARM
+            return _with_words(w, text.strip(), finalized, now, w.stt_done or finalized, True), (
                 _DISARM if finalized else _DISARM_GRACE)
         if t is VADUserStartedSpeakingFrame:
             return build(WordsState, (True, False, w.speech_end, w.text, w.text_at, False, False, False, False,
