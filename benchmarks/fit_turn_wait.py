@@ -10,12 +10,15 @@ count a number is commonly complete at, letters that spell a word), the turn's
 length, and the longest pause the speaker came back from in the turn. Then:
 
 1. a logistic regression of "turn end" on that evidence gives the odds at the
-   moment the speech stops (bias, audio, words, reading, length, reading_end);
+   moment the speech stops (bias, audio, words, reading, length, reading_end,
+   and where a reading stands: its first group after other words, or the
+   whole turn);
 2. a log-logistic law fitted to the mid-turn pauses' lengths (ordinary and
    inside readings, one shape) gives how fast the silence makes a pause
    unlikely;
 3. the threshold and the bounds (``max_wait``, the words' ``words_wait`` and
-   ``words_hold``, a reading's ``rhythm``) are chosen on a grid by simulating
+   ``words_hold``, a reading's ``rhythm`` and its first group's ``first_wait``, the
+   audio's ``hold_wait``) are chosen on a grid by simulating
    every tune pause: the best score against the targets (with a margin on the
    cut-offs). It also prints what went wrong on tune, by class (:func:`errors`),
    and the outcome at patience 0.5 and 2.
@@ -39,6 +42,7 @@ give it the report split.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -49,8 +53,23 @@ from typing import Any
 import numpy as np
 
 from rxvoice.cli.wav import read_wav
-from rxvoice.turns.ending import TrigramWordsEnd, plain_words, reading_end, reading_in_progress
-from rxvoice.turns.wait import DEFAULT_WAIT, Evidence, WaitModel, needed_silence
+from rxvoice.turns.ending import (
+    TrigramWordsEnd,
+    plain_words,
+    read_out,
+    reading_end,
+    reading_in_progress,
+    reading_start,
+)
+from rxvoice.turns.wait import (
+    DEFAULT_WAIT,
+    FIRST_GROUP,
+    LATER_GROUP,
+    WHOLE_TURN,
+    Evidence,
+    WaitModel,
+    needed_silence,
+)
 
 RATE = 16000
 STOP_SECS = 0.16
@@ -108,9 +127,37 @@ def structure(r: dict[str, Any]) -> float:
     return float(r["reading_end"])
 
 
+def with_reading_pauses(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row with ``reading_longest``: the longest pause the speaker came back from inside the reading
+    its words end in (after the reading's first word), the rhythm a reading waits by (as ``FusedTurnStop``)."""
+    pauses: list[tuple[int, float]] = []
+    for r, before in zip(rows, [None, *rows[:-1]], strict=True):
+        if before is None or before["end"] or before["call"] != r["call"]:
+            pauses = []
+        elif before["after"] is not None:
+            pauses.append((int(before["n"]), float(before["after"])))
+        start = reading_start(plain_words(r["text"]))
+        r["reading_longest"] = max((p for n, p in pauses if n > start), default=0.0)
+    return rows
+
+
+def group(r: dict[str, Any], longest: float) -> int:
+    """Where a reading stands (``Evidence.reading_group``), as ``FusedTurnStop.evidence`` says it."""
+    if not r["reading"]:
+        return 0
+    if longest > 0:
+        return LATER_GROUP
+    words = plain_words(r["text"])
+    start = reading_start(words)
+    if start == 0:
+        return WHOLE_TURN
+    return FIRST_GROUP if read_out(words[start:]) else 0
+
+
 def evidence(r: dict[str, Any], words: Any) -> Evidence:
-    """What ``FusedTurnStop`` knows at this row's pause."""
-    return Evidence(r["audio"], words, r["reading"], r["n"], r["longest"], structure(r))
+    """What ``FusedTurnStop`` knows at this row's pause (a reading waits by the pauses inside it)."""
+    longest = r.get("reading_longest", r["longest"]) if r["reading"] else r["longest"]
+    return Evidence(r["audio"], words, r["reading"], r["n"], longest, structure(r), group(r, longest))
 
 
 def logit(p: float) -> float:
@@ -267,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for folder in args.tune for r in extract(folder, args.model)]
         if args.features is not None:
             args.features.write_text(json.dumps(rows))
+    rows = with_reading_pauses(rows)
     signal = TrigramWordsEnd()
     if args.frontier:
         judged = [signal.judge(r["text"]) for r in rows]
@@ -277,8 +325,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     # inside a reading the words weigh nothing (rxvoice.turns.wait.end_log_odds)
     both = rows + human
+    groups = [evidence(r, None).reading_group for r in both]
     x = np.array([[1.0, logit(r["audio"]), 0.0 if r["reading"] else logit(signal.judge(r["text"]).probability),
-                   float(r["reading"]), math.log1p(r["n"]), structure(r)] for r in both])
+                   float(r["reading"]), math.log1p(r["n"]), structure(r),
+                   float(g == FIRST_GROUP), float(g == WHOLE_TURN)]
+                  for r, g in zip(both, groups, strict=True)])
     y = np.array([float(r["end"]) for r in both])
     w = fit_logistic(x, y, weights=share_weights(rows, human, args.human_share))
     ordinary = [r["after"] for r in rows if not r["end"] and not r["reading"]]
@@ -287,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     model = replace(DEFAULT_WAIT, bias=round(float(w[0]), 3), audio=round(float(w[1]), 3),
                     words=round(float(w[2]), 3), reading=round(float(w[3]), 3),
                     length=round(float(w[4]), 3), reading_end=round(float(w[5]), 3),
+                    first_group=round(float(w[6]), 3), alone=round(float(w[7]), 3),
                     pause_median=round(m, 2), reading_median=round(mr, 2), pause_shape=round(shape, 2))
     if human:
         print(f"with {len(human)} rows of real speech ({sum(bool(r['end']) for r in human)} turn ends), "
@@ -299,13 +351,15 @@ def main(argv: list[str] | None = None) -> int:
         for words_wait in (0.0, 1.8, 2.0, 2.2, 2.5):
             for words_hold in (1.0, 1.5, 2.0):
                 for rhythm in (1.35, 1.5, 2.0):  # at least 1.35: a reader slowing down 0.6, 1.0, 1.5 s is held
-                    for threshold in np.arange(0.0, 4.01, 0.25):
-                        candidate = replace(model, threshold=round(float(threshold), 2), max_wait=max_wait,
-                                            words_wait=words_wait, words_hold=words_hold, rhythm=rhythm)
-                        out = simulate(candidate, rows, signal, judged=judged)
-                        c = cost(out, args.audible, args.cut)
-                        if c < best:
-                            chosen, best = candidate, c
+                    for first_wait, hold_wait in itertools.product((0.0, 1.8, 2.2), (1.6, 2.0, 2.5)):
+                        for threshold in np.arange(0.0, 4.01, 0.25):
+                            candidate = replace(model, threshold=round(float(threshold), 2), max_wait=max_wait,
+                                                words_wait=words_wait, words_hold=words_hold, rhythm=rhythm,
+                                                first_wait=first_wait, hold_wait=hold_wait)
+                            out = simulate(candidate, rows, signal, judged=judged)
+                            c = cost(out, args.audible, args.cut)
+                            if c < best:
+                                chosen, best = candidate, c
     assert chosen is not None
     coarse = chosen
     for threshold in np.arange(coarse.threshold - 0.2, coarse.threshold + 0.201, 0.05):  # finer, around it

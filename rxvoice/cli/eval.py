@@ -33,6 +33,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -117,6 +118,7 @@ def _one(
     job: tuple[Item, Setup, str, float, str | None],
 ) -> tuple[Item, list[PauseResult] | None, str | None, _Replies]:
     item, setup, words, bot_delay, stt = job
+    setup = replace(setup, bot_audio_at=bot_delay)  # resumed speech after the bot's first audio is a new turn
     try:
         recording = read_wav(item.wav)
         transcript = stt_words(item.transcript, words)

@@ -68,7 +68,7 @@ from ..pipeline.stage import Stage
 from ..services.tts import PacedTextTTS
 from ..testing import ScriptedLLM, Segment, Transcript, replay_transcript
 from ..testing.llm import Script
-from ..turns import TranscriptionStart, TurnsConfig, VADStart
+from ..turns import RECOVERY_WINDOW, TranscriptionStart, TurnsConfig, VADStart
 from ..turns.backchannel import BackchannelStart
 from ..turns.speculation import SpeculationReport
 from .observations import (
@@ -416,8 +416,12 @@ def analyze(
     stt = transcript if transcript is not None else words or placeholder_transcript(spans, setup.stt_delay)
     context = context if context is not None else LLMContext()
     start = (BackchannelStart(), VADStart(), TranscriptionStart()) if setup.backchannels else None
-    pair = Pair(context, turns=TurnsConfig(start=start, stop=[stop_strategy(setup)], speculate=setup.speculate))
     speaks = setup.first_token_delay is not None
+    window = RECOVERY_WINDOW
+    if not speaks and setup.bot_audio_at is not None:  # the bot's first audio would close the window there
+        window = min(window, max(0.0, setup.bot_audio_at))
+    pair = Pair(context, turns=TurnsConfig(start=start, stop=[stop_strategy(setup)], speculate=setup.speculate,
+                                           recovery_window=window))
     if speaks and answer is None:
         from .answers import scripted_answer
 

@@ -159,6 +159,10 @@ class Setup:
         speculate: speculative replies (``TurnsConfig(speculate=True)``).
         interim_lag: the replayed STT also sends interim words, each this long after it was spoken.
         backchannels: a ``BackchannelStart`` first in the start chain (continuers do not barge in).
+        bot_audio_at: with no scripted model (``first_token_delay`` unset), the bot's first audio is
+            taken to start this many seconds after each turn end: speech resumed later is a new turn,
+            as it is live once the bot has started speaking (the recovery window closes there;
+            ``None``: the window's own length, no bot heard).
 
     Raises:
         CLIError: an unknown setup name; ``UsageError``: a parameter the setup does not have.
@@ -177,6 +181,7 @@ class Setup:
     speculate: bool = False
     interim_lag: float | None = None
     backchannels: bool = False
+    bot_audio_at: float | None = None
 
     def __post_init__(self) -> None:
         parameters = self.named.parameters

@@ -50,8 +50,10 @@ __all__ = [
     "default_words_end",
     "plain_words",
     "pocketsphinx_lm_path",
+    "read_out",
     "reading_end",
     "reading_in_progress",
+    "reading_start",
     "stt_confidence",
     "wh_question_verb_came",
 ]
@@ -395,6 +397,29 @@ def reading_in_progress(words: Sequence[str]) -> bool:
     if _number(last):
         return _number(before) or before in _NUMBER_CUES
     return bool(len(last) == 1 and last.isalpha() and len(before) == 1 and before.isalpha())
+
+
+def reading_start(words: Sequence[str]) -> int:
+    """Where the number or spelling that plain ``words`` end in begins (the index of its first word;
+    ``len(words)`` when they end in none): the words a reading's rhythm is counted over."""
+    i = len(words)
+    while i > 0:
+        word = words[i - 1]
+        if not (_number(word) or (len(word) == 1 and word.isalpha()) or word in ("dot", "at")):
+            break
+        i -= 1
+    return i
+
+
+def read_out(run: Sequence[str]) -> bool:
+    """Whether ``run`` (a reading's words, :func:`reading_start`) is read out one symbol at a time: every
+    word a digit ("four eight two", "double five", "482") or every word a letter ("k o w"), the way codes,
+    numbers and names are read in groups; not a quantity or a time ("twenty five", "six thirty", "six p m")."""
+    if not run:
+        return False
+    if all(len(w) == 1 and w.isalpha() for w in run):
+        return True
+    return all(w.isdigit() or w in _DIGIT_WORDS or w in ("double", "triple") for w in run)
 
 
 COMPLETE_DIGITS = frozenset({7, 10, 11, 16})

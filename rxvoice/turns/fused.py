@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
@@ -57,13 +57,25 @@ from .ending import (
     WordsEndModel,
     default_words_end,
     plain_words,
+    read_out,
     reading_end,
     reading_in_progress,
+    reading_start,
     stt_confidence,
 )
 from .reasons import TurnEndReason, model_label, no_vad_reason
 from .strategy import LIKELY, LIKELY_BEFORE_WORDS, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
-from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence
+from .wait import (
+    DEFAULT_WAIT,
+    FIRST_GROUP,
+    LATER_GROUP,
+    WHOLE_TURN,
+    Evidence,
+    WaitModel,
+    check_patience,
+    end_log_odds,
+    needed_silence,
+)
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = ["ASK_AT_PAUSE", "ASK_AUDIO", "ASK_WHEN_NEEDED", "FusedTurnState", "FusedTurnStop"]
@@ -111,6 +123,11 @@ class FusedTurnState(NamedTuple):
     """The longest pause the speaker came back from in this turn (its rhythm)."""
     last_rhythm: float = 0.0
     """The rhythm of the turn that ended last (a reopened turn goes on with it)."""
+    pauses: tuple[tuple[int, float], ...] = ()
+    """The pauses the speaker came back from in this turn, each as (words before it, seconds): a reading
+    waits by the ones inside it (not one before it began, nor the one between a reopened turn's sentences)."""
+    last_pauses: tuple[tuple[int, float], ...] = ()
+    """The pauses of the turn that ended last."""
     reopened_after: float = -math.inf
     """A reopened turn: when the speech before the false end ended (its pause counts as one)."""
     guess: str = ""
@@ -237,13 +254,29 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
     def evidence(
         self, text: str, probability: float | None, *, confidence: float | None = None,
         longest_pause: float = 0.0, fresh: bool = True, foreign: bool = False,
+        pauses: Sequence[tuple[int, float]] | None = None,
     ) -> Evidence:
-        """The evidence for a pause after ``text`` (``fresh``: the last speech's words are in it)."""
+        """The evidence for a pause after ``text`` (``fresh``: the last speech's words are in it).
+
+        ``pauses``: the turn's pauses as (words before, seconds); inside a reading only those after its
+        first word are its rhythm (``None``: ``longest_pause`` is).
+        """
         words = plain_words(text) if text else []
         judged = self.judge_words(text, confidence) if fresh and not foreign else UNSURE
         reading = reading_in_progress(words)
         structure = reading_end(words, self._known) if reading else 0.0
-        return Evidence(probability, judged, reading, len(words), longest_pause, structure)
+        group = 0  # not a reading, or a quantity or time begun after other words
+        if reading:
+            start = reading_start(words)
+            if pauses is not None:
+                longest_pause = max((p for n, p in pauses if n > start), default=0.0)
+            if longest_pause > 0:
+                group = LATER_GROUP
+            elif start == 0:
+                group = WHOLE_TURN
+            elif read_out(words[start:]):  # a code or name begun after other words
+                group = FIRST_GROUP
+        return Evidence(probability, judged, reading, len(words), longest_pause, structure, group)
 
     def needed_silence(self, evidence: Evidence) -> float:
         """Seconds of silence after the speech after which this evidence answers."""
@@ -289,7 +322,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return None  # no words at all, or not the last speech's yet (the watchdog closes an empty turn)
         fresh = w.fresh or not self.wait_for_transcript
         return self.evidence(w.text, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
-                             fresh=fresh and bool(w.text), foreign=s.foreign)
+                             fresh=fresh and bool(w.text), foreign=s.foreign, pauses=s.pauses)
 
     def _decide(self, s: FusedTurnState, now: float, effects: list[Effect]) -> tuple[FusedTurnState, Effects]:
         """Answer now, or arm the wait for the silence the evidence needs."""
@@ -331,7 +364,7 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             return False
         said = f"{s.words.text} {s.guess}" if s.words.text else s.guess
         evidence = self.evidence(said, s.probability, confidence=s.confidence, longest_pause=s.longest_pause,
-                                 foreign=s.foreign)
+                                 foreign=s.foreign, pauses=s.pauses)
         return self.needed_silence(evidence) <= _LIKELY_WITHIN
 
     def _decide_without_vad(self, s: FusedTurnState, text: str) -> float:
@@ -375,12 +408,14 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         before = s.words
         words, effects = self.words.on_frame(s.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
-            longest = s.longest_pause
+            longest, pauses = s.longest_pause, s.pauses
             back_from = before.speech_end if before.vad_stopped else s.reopened_after
             if math.isfinite(back_from):  # back from a pause of this turn
-                longest = max(longest, now - float(getattr(frame, "start_secs", 0.0)) - back_from)
+                pause = now - float(getattr(frame, "start_secs", 0.0)) - back_from
+                longest = max(longest, pause)
+                pauses = (*pauses, (len(plain_words(before.text)), pause))
             s = s._replace(words=words, asks=s.asks.next_segment(), probability=None, no_vad=False,
-                           answered=False, longest_pause=longest, reopened_after=-math.inf, guess="")
+                           answered=False, longest_pause=longest, pauses=pauses, reopened_after=-math.inf, guess="")
             if self.analyzer is None:
                 return s, (Disarm(_DECIDE), *effects)
             return s, (Disarm(_DECIDE), *effects, *vad_started(frame))
@@ -428,12 +463,13 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
 
     def on_turn_started(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         words, effects = self.words.reset(state.words)
-        s = FusedTurnState(words, state.asks, last_rhythm=state.last_rhythm)
+        s = FusedTurnState(words, state.asks, last_rhythm=state.last_rhythm, last_pauses=state.last_pauses)
         return s, (Disarm(_DECIDE), *effects)
 
     def on_turn_stopped(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         words, effects = self.words.reset(state.words)
-        s = FusedTurnState(words, state.asks.next_segment(), last_rhythm=state.longest_pause)
+        s = FusedTurnState(words, state.asks.next_segment(), last_rhythm=state.longest_pause,
+                           last_pauses=state.pauses)
         if self.analyzer is None:
             return s, (Disarm(_DECIDE), *effects)
         return s, (Disarm(_DECIDE), *effects, *clear_stream())
@@ -442,4 +478,5 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         # The reopened turn keeps its words and its rhythm: "one" [answered] "two" reads as a number being
         # read again, and waits as such; the pause that was cut counts as one the speaker came back from.
         w = self.words.resumed(state.words, words)
-        return state._replace(words=w, longest_pause=state.last_rhythm, reopened_after=state.words.speech_end), NOTHING
+        return state._replace(words=w, longest_pause=state.last_rhythm, pauses=state.last_pauses,
+                              reopened_after=state.words.speech_end), NOTHING

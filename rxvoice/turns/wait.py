@@ -6,7 +6,9 @@ words' end probability times its weight (:mod:`rxvoice.turns.ending`), whether
 a number or a spelled word is being read (then the words weigh nothing: a
 language model cannot tell whether "four five" is the whole number; the
 reading's own structure and its rhythm decide: a digit count a number is
-commonly complete at, letters that spell a word), and how long the turn is. Then the
+commonly complete at, letters that spell a word; and where it stands: the
+first group of a code read out after other words, more likely to go on, or
+a reading that is the whole turn, an answer), and how long the turn is. Then the
 silence speaks: a speaker in the middle of a turn comes back after a pause
 whose length follows a log-logistic law (median :attr:`WaitModel.pause_median`;
 longer while a reading is in progress, and longer still when this speaker
@@ -25,7 +27,8 @@ speaker who stops after "i need the" for 1.5 s is not cut off (misheard words
 weigh too little to get there); the audio model's confident "incomplete" with
 words that do not say "finished" waits up to :attr:`WaitModel.hold_wait`; and
 a reading whose speaker already came back from a long pause waits one and a
-half times the pause their rhythm predicts.
+half times the pause their rhythm predicts (a code's first group, up to
+:attr:`WaitModel.first_wait`).
 
 The coefficients (:data:`DEFAULT_WAIT`) were fitted on the tune half of the
 generated corpus (``benchmarks/turn_corpus.py``, ``benchmarks/fit_turn_wait.py``)
@@ -43,7 +46,10 @@ from .ending import WordsEnd
 
 __all__ = [
     "DEFAULT_WAIT",
+    "FIRST_GROUP",
+    "LATER_GROUP",
     "PATIENCE_RANGE",
+    "WHOLE_TURN",
     "Evidence",
     "WaitModel",
     "end_log_odds",
@@ -68,10 +74,16 @@ class Evidence(NamedTuple):
         words: the words' judgement (:class:`~rxvoice.turns.ending.WordsEnd`).
         reading: a number or a spelled word is being read ("four five", "k o w").
         turn_words: how many words the turn has.
-        longest_pause: the longest pause this speaker came back from in this turn (s; 0: none).
+        longest_pause: the longest pause this speaker came back from in this turn (s; 0: none); inside a
+            reading, the longest inside it (its rhythm: not a pause before its first word).
         reading_end: inside a reading, what its own structure says about its end
             (:func:`~rxvoice.turns.ending.reading_end`: +1 a complete length, a spelled word; -1 letters
             that spell nothing; 0 no idea).
+        reading_group: inside a reading, where it stands: :data:`FIRST_GROUP` (a code or name read out
+            symbol by symbol, begun after other words, no pause inside it yet: "my number is" "four
+            five", a speaker reading it in groups has only begun), :data:`LATER_GROUP` (a pause inside
+            it came before), :data:`WHOLE_TURN` (the reading is the whole turn, no pause yet: "four
+            five" as an answer); 0: not said (no reading, or a caller that does not tell).
     """
 
     audio: float | None
@@ -80,6 +92,15 @@ class Evidence(NamedTuple):
     turn_words: int = 0
     longest_pause: float = 0.0
     reading_end: float = 0.0
+    reading_group: int = 0
+
+
+FIRST_GROUP = 1
+"""``Evidence.reading_group``: the first group of a code or name read out after other words."""
+LATER_GROUP = 2
+"""``Evidence.reading_group``: a group after a pause inside the reading."""
+WHOLE_TURN = 3
+"""``Evidence.reading_group``: the reading is the whole turn so far, with no pause inside it."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +134,10 @@ class WaitModel:
             0 by default, the words never extend the bound); an STT confidence ``c`` below 1 gives
             ``max_wait + c * (words_wait - max_wait)``.
         reading_end: inside a reading, weight of its structure's verdict (``Evidence.reading_end``, -1..1).
+        first_group: added inside a reading's first group (``Evidence.reading_group`` 1: more is likely).
+        alone: added inside a reading that is the whole turn (:data:`WHOLE_TURN`: an answer).
+        first_wait: the bound inside a reading's first group (at ``max_wait`` or less: none), so a
+            reader who pauses after the first group of a long number is not cut off.
     """
 
     bias: float = 0.0
@@ -133,6 +158,9 @@ class WaitModel:
     words_hold: float = 2.0
     words_wait: float = 0.0
     reading_end: float = 0.0
+    first_group: float = 0.0
+    alone: float = 0.0
+    first_wait: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -142,16 +170,20 @@ class WaitModel:
         for name in ("pause_median", "pause_shape", "reading_median", "max_wait", "hold_wait"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"WaitModel.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.words_cap < 0 or self.rhythm < 0 or self.words_wait < 0 or self.words_hold <= 0:
-            raise ConfigurationError("WaitModel.words_cap, rhythm and words_wait must be >= 0, words_hold > 0")
+        if (self.words_cap < 0 or self.rhythm < 0 or self.words_wait < 0 or self.words_hold <= 0
+                or self.first_wait < 0):
+            raise ConfigurationError(
+                "WaitModel.words_cap, rhythm, words_wait and first_wait must be >= 0, words_hold > 0")
 
 
 DEFAULT_WAIT = WaitModel(
-    bias=-0.552, audio=0.058, words=1.337, reading=-0.469, reading_end=1.0, length=0.563, words_cap=3.0,
+    bias=-0.556, audio=0.045, words=1.505, reading=-0.224, reading_end=0.513, length=0.545, words_cap=3.0,
     pause_median=0.74, pause_shape=3.25, reading_median=0.82, rhythm=1.35, threshold=2.35, max_wait=1.3, words_hold=1.0,
-    words_wait=2.2,
+    words_wait=2.2, first_group=-1.332, alone=0.619, first_wait=2.2,
 )
-"""The fitted model the recommended setup uses."""
+"""The fitted model the recommended setup uses: its logistic part and pause law fitted on the tune half,
+the threshold and the bounds chosen there before the reading groups were added and kept since (see
+``docs/turn-taking.md``)."""
 
 
 def _logit(p: float) -> float:
@@ -189,6 +221,8 @@ def end_log_odds(model: WaitModel, evidence: Evidence) -> float:
         structure = evidence.reading_end
         if isinstance(structure, int | float) and math.isfinite(structure):
             z += model.reading_end * min(1.0, max(-1.0, float(structure)))
+        group = evidence.reading_group
+        z += model.first_group if group == FIRST_GROUP else model.alone if group == WHOLE_TURN else 0.0
     return z
 
 
@@ -222,6 +256,8 @@ def needed_silence(model: WaitModel, evidence: Evidence, patience: float = 1.0) 
     cap = model.max_wait
     if evidence.reading and evidence.longest_pause > 0:
         cap = max(cap, 1.5 * pause)
+    if evidence.reading and evidence.reading_group == FIRST_GROUP:
+        cap = max(cap, model.first_wait)
     words = evidence.words
     if not evidence.reading and words_term(model, words) <= -model.words_hold:
         # a low STT confidence shrinks the words' bound back towards max_wait

@@ -242,3 +242,34 @@ def test_the_turn_shows_the_reason_its_strategy_reported() -> None:
         (turn,) = [o for o in c.observations if isinstance(o, Turn)]
         assert (turn.cause, turn.reason, turn.probability) == expected  # not the later verdict's 0.3
         assert [v.probability for v in c.observations if isinstance(v, Verdict)] == [0.3]
+
+
+def test_speech_resumed_after_the_bots_first_audio_is_a_new_turn(with_model: Path, booking_wav: Path) -> None:
+    """With no scripted bot, ``Setup.bot_audio_at`` stands for the bot's first audio: speech resumed before it
+    reopens the turn (a false end recovered), speech resumed after it is a turn of its own, as live."""
+    from rxvoice.cli.runner import analyze
+    from rxvoice.cli.wav import read_wav
+
+    recording = read_wav(booking_wav)  # no transcript: the second speech begins ~0.1 s after the first answer
+    texts = {at: [t.text for t in analyze(recording, Setup(model=with_model, bot_audio_at=at), windows=False).turns]
+             for at in (None, 0.6, 0.0)}
+    assert texts[None][1] == "<speech 1> <speech 2>"  # reopened within the recovery window
+    assert texts[0.6] == texts[None]  # the bot had not spoken yet: still a false end recovered
+    assert texts[0.0][1] == "<speech 2>"  # the bot spoke at once: the next speech is a new turn
+
+
+def test_eval_takes_the_bots_first_audio_at_its_bot_delay(
+    with_model: Path, short_call: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import rxvoice.cli.eval as cli_eval
+    from rxvoice.cli.runner import analyze as real
+
+    seen: list[float | None] = []
+
+    def spy(recording: Recording, setup: Setup, **kw: object) -> Analysis:
+        seen.append(setup.bot_audio_at)
+        return real(recording, setup, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli_eval, "analyze", spy)
+    assert run_cli("eval", str(short_call), "--bot-delay", "0.45").code == 0
+    assert seen == [0.45]

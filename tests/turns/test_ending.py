@@ -15,8 +15,10 @@ from rxvoice.turns.ending import (
     default_words_end,
     plain_words,
     pocketsphinx_lm_path,
+    read_out,
     reading_end,
     reading_in_progress,
+    reading_start,
     stt_confidence,
     wh_question_verb_came,
 )
@@ -214,3 +216,24 @@ def test_the_default_is_the_trigram_model_for_english_and_the_rules_otherwise() 
     assert isinstance(default_words_end("en"), TrigramWordsEnd)
     assert isinstance(default_words_end("en-GB"), TrigramWordsEnd)
     assert isinstance(default_words_end("de"), RulesWordsEnd)
+
+
+@pytest.mark.parametrize(("text", "run"), [
+    ("my account number is two zero three one", "two zero three one"),
+    ("the last name is h a d", "h a d"),
+    ("one two", "one two"),
+    ("write to k o w dot", "k o w dot"),
+    ("i want", ""),
+    ("", ""),
+])
+def test_a_readings_start_is_where_its_numbers_or_letters_begin(text: str, run: str) -> None:
+    words = text.split()
+    assert " ".join(words[reading_start(words):]) == run
+
+
+@pytest.mark.parametrize(("run", "out"), [
+    ("four eight two", True), ("double five one", True), ("482", True), ("k o w", True),
+    ("twenty five", False), ("six thirty", False), ("six p m", False), ("", False),
+])
+def test_a_code_or_a_name_is_read_out_one_symbol_at_a_time(run: str, out: bool) -> None:
+    assert read_out(run.split()) is out

@@ -12,7 +12,7 @@ from rxvoice import frames as F
 from rxvoice.errors import ConfigurationError
 from rxvoice.turns import FusedTurnStop
 from rxvoice.turns.ending import WordsEnd
-from rxvoice.turns.wait import DEFAULT_WAIT, Evidence, WaitModel
+from rxvoice.turns.wait import DEFAULT_WAIT, FIRST_GROUP, LATER_GROUP, WHOLE_TURN, Evidence, WaitModel
 
 from .helpers import FakeAnalyzer, StrategyBench
 
@@ -300,3 +300,53 @@ def test_a_reopened_turn_keeps_its_reading_wait() -> None:
     assert answers[0] == 700  # "one": answered when its words came
     assert all(not 1700 <= t < 2600 for t in answers)  # "one two" waited its reading: "three" came in time
     assert answers[-1] >= 2600 and users(pair) == ["one two three"]
+
+
+def test_a_reading_waits_by_the_pauses_inside_it_only() -> None:
+    """The rhythm a reading waits by is counted over the pauses after its first word: a pause before the
+    number began ("my number is" [1.6 s] "four five") is the sentence's, not the reading's."""
+    s = FusedTurnStop(None)
+    text = "my number is four five six"
+    assert s.evidence(text, None, longest_pause=1.6, pauses=((3, 1.6),)).longest_pause == 0.0
+    assert s.evidence(text, None, longest_pause=1.6, pauses=((3, 1.6), (5, 0.7))).longest_pause == 0.7
+    assert s.evidence(text, None, longest_pause=1.6).longest_pause == 1.6  # no pauses given: the turn's
+    assert s.evidence("i need the", None, longest_pause=1.6, pauses=((1, 1.6),)).longest_pause == 1.6
+
+
+def test_a_reopened_turn_does_not_take_the_pause_before_a_reading_for_its_rhythm() -> None:
+    """ "i do not have a car" is answered; "twenty five" begins 1.0 s after the speech, before the bot spoke,
+    and reopens the turn. The reopened turn reads as a number being read, but the 1.0 s pause came before
+    the number began: the reading waits its own rhythm (none yet), not one stretched by that pause."""
+    from rxvoice.aggregators import Pair
+    from rxvoice.pipeline import inline_offload
+    from rxvoice.turns import TurnsConfig
+
+    from .helpers import marbles, times, users
+
+    stop = FusedTurnStop(None, words_end=FixedWords(0.9))
+    legend = {"a": T("i do not have a car"), "b": T("twenty five")}
+    # speech 0-1.0 (stop 1.2, words 1.3: answered); speech 2.0-2.6 (start 2.2: reopens; stop 2.8, words 2.9)
+    down = _timeline([(0.2, "v"), (1.2, "s"), (1.3, "a"), (2.2, "v"), (2.8, "s"), (2.9, "b")])
+    pair = Pair(turns=TurnsConfig(stop=[stop]))
+    pair.user().offload = inline_offload
+    rec = marbles(legend).run(pair.user(), down=down, legend=legend, watch=[pair.user()], until=8.0)
+    assert len(rec.events_named("on_user_turn_recovered")) == 1
+    assert users(pair) == ["i do not have a car twenty five"]
+    text = "i do not have a car twenty five"
+    own = stop.needed_silence(stop.evidence(text, None, longest_pause=1.0, pauses=((6, 1.0),)))
+    stretched = stop.needed_silence(stop.evidence(text, None, longest_pause=1.0))
+    assert own < stretched - 0.3
+    assert times(rec, F.LLMContextFrame) == [1300, pytest.approx(round((2.6 + own) * 1000), abs=2)]
+
+
+@pytest.mark.parametrize(("text", "pauses", "group"), [
+    ("my number is four five", (), FIRST_GROUP),          # a code read out after other words: its first group
+    ("the last name is b r e", (), FIRST_GROUP),
+    ("my number is four five six", ((5, 0.8),), LATER_GROUP),  # a pause inside it came before
+    ("four five", (), WHOLE_TURN),                        # the reading is the whole turn: an answer
+    ("around six thirty", (), 0),                         # a time, not read out symbol by symbol
+    ("i need the", (), 0),                                # no reading
+])
+def test_the_evidence_says_where_a_reading_stands(text: str, pauses: tuple[tuple[int, float], ...],
+                                                  group: int) -> None:
+    assert FusedTurnStop(None).evidence(text, None, pauses=pauses).reading_group == group

@@ -13,7 +13,10 @@ from rxvoice.errors import ConfigurationError
 from rxvoice.turns.ending import WordsEnd
 from rxvoice.turns.wait import (
     DEFAULT_WAIT,
+    FIRST_GROUP,
+    LATER_GROUP,
     PATIENCE_RANGE,
+    WHOLE_TURN,
     Evidence,
     check_patience,
     end_log_odds,
@@ -130,8 +133,27 @@ def test_a_reading_waits_its_own_rhythm() -> None:
 )
 def test_every_wait_is_bounded(audio: float | None, p: float, weight: float, reading: bool, n: int,
                                longest: float, patience: float) -> None:
-    e = Evidence(audio, WordsEnd(p, weight, "w"), reading, n, longest)
+    e = Evidence(audio, WordsEnd(p, weight, "w"), reading, n, longest, reading_group=n % 4)
     need = needed_silence(DEFAULT_WAIT, e, patience)
-    bound = max(DEFAULT_WAIT.max_wait, DEFAULT_WAIT.words_wait, DEFAULT_WAIT.hold_wait,
+    bound = max(DEFAULT_WAIT.max_wait, DEFAULT_WAIT.words_wait, DEFAULT_WAIT.hold_wait, DEFAULT_WAIT.first_wait,
                 1.5 * expected_pause(DEFAULT_WAIT, e))
     assert 0.0 <= need <= bound + 1e-9 and math.isfinite(need)
+
+
+def test_where_a_reading_stands_moves_its_odds_and_a_first_group_may_wait_longer() -> None:
+    """A code's first group read after other words is likely to go on (and waits up to ``first_wait``); a
+    reading that is the whole turn is likely an answer; a later group and a caller that does not say, neither."""
+    model = replace(DEFAULT_WAIT, first_group=-1.5, alone=0.5, first_wait=2.2, max_wait=1.3)
+    base = Evidence(0.5, UNSURE, reading=True, turn_words=5)
+    z = end_log_odds(model, base)
+    assert end_log_odds(model, base._replace(reading_group=FIRST_GROUP)) == pytest.approx(z - 1.5)
+    assert end_log_odds(model, base._replace(reading_group=WHOLE_TURN)) == pytest.approx(z + 0.5)
+    assert end_log_odds(model, base._replace(reading_group=LATER_GROUP)) == pytest.approx(z)
+    outside = Evidence(0.5, UNSURE, turn_words=5, reading_group=FIRST_GROUP)  # not a reading: no term
+    assert end_log_odds(model, outside) == end_log_odds(model, outside._replace(reading_group=0))
+    first = base._replace(reading_group=FIRST_GROUP)
+    assert needed_silence(model, first) > model.max_wait  # a long pause after "my number is four five" is held
+    assert needed_silence(model, first) <= model.first_wait
+    assert needed_silence(replace(model, first_wait=0.0), first) == pytest.approx(model.max_wait)
+    with pytest.raises(ConfigurationError):
+        replace(model, first_wait=-1.0)
