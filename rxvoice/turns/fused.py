@@ -413,6 +413,8 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
             if math.isfinite(back_from):  # back from a pause of this turn
                 pause = now - float(getattr(frame, "start_secs", 0.0)) - back_from
                 longest = max(longest, pause)
+                # where it fell, in words: a pause inside the STT's next final (its words not in yet) is
+                # placed before that final's words, as the turn's words stood when the speaker went on
                 pauses = (*pauses, (len(plain_words(before.text)), pause))
             s = s._replace(words=words, asks=s.asks.next_segment(), probability=None, no_vad=False,
                            answered=False, longest_pause=longest, pauses=pauses, reopened_after=-math.inf, guess="")

@@ -134,7 +134,7 @@ class WaitModel:
             0 by default, the words never extend the bound); an STT confidence ``c`` below 1 gives
             ``max_wait + c * (words_wait - max_wait)``.
         reading_end: inside a reading, weight of its structure's verdict (``Evidence.reading_end``, -1..1).
-        first_group: added inside a reading's first group (``Evidence.reading_group`` 1: more is likely).
+        first_group: added inside a reading's first group (:data:`FIRST_GROUP`: more is likely to come).
         alone: added inside a reading that is the whole turn (:data:`WHOLE_TURN`: an answer).
         first_wait: the bound inside a reading's first group (at ``max_wait`` or less: none), so a
             reader who pauses after the first group of a long number is not cut off.

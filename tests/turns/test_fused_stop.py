@@ -350,3 +350,26 @@ def test_a_reopened_turn_does_not_take_the_pause_before_a_reading_for_its_rhythm
 def test_the_evidence_says_where_a_reading_stands(text: str, pauses: tuple[tuple[int, float], ...],
                                                   group: int) -> None:
     assert FusedTurnStop(None).evidence(text, None, pauses=pauses).reading_group == group
+
+
+def test_a_pause_inside_the_stts_next_final_is_placed_before_its_words() -> None:
+    """The caller goes on before the final of the speech before the pause came (a pause the STT's final spans,
+    or a slow STT): the pause is placed where the turn's words stood then, before that final's words, so a
+    reading that final begins is still at its first group (it may wait longer, never shorter)."""
+    s = FusedTurnStop(None)
+    b = StrategyBench(s)
+    b.turn_started()
+    b.at(0.0, VS).at(1.2, VE)                  # speech 0-1.0
+    b.at(1.8, VS)                              # back after 0.6 s, the first final not in yet
+    b.at(2.0, T("my number is four five"))
+    b.at(2.4, VE).at(3.2, T("six seven"))      # speech 1.6-2.2, its final 1.0 s later
+    assert b.state.pauses == ((0, pytest.approx(0.6)),)
+    evidence = s.evidence(b.state.text, None, pauses=b.state.pauses)
+    assert (evidence.reading_group, evidence.longest_pause) == (FIRST_GROUP, 0.0)
+    known = StrategyBench(s)
+    known.turn_started()
+    known.at(0.0, VS).at(1.2, VE).at(1.3, T("my number is four five")).at(1.8, VS)  # the words were in
+    assert known.state.pauses == ((5, pytest.approx(0.6)),)
+    known.at(2.4, VE).at(2.5, T("six seven"))
+    evidence = s.evidence(known.state.text, None, pauses=known.state.pauses)
+    assert (evidence.reading_group, evidence.longest_pause) == (LATER_GROUP, pytest.approx(0.6))
