@@ -53,22 +53,15 @@ from typing import Any
 import numpy as np
 
 from rxvoice.cli.wav import read_wav
-from rxvoice.turns.ending import (
-    TrigramWordsEnd,
-    plain_words,
-    read_out,
-    reading_end,
-    reading_in_progress,
-    reading_start,
-)
+from rxvoice.turns.ending import TrigramWordsEnd, plain_words, reading_end, reading_in_progress
 from rxvoice.turns.wait import (
     DEFAULT_WAIT,
     FIRST_GROUP,
-    LATER_GROUP,
     WHOLE_TURN,
     Evidence,
     WaitModel,
     needed_silence,
+    reading_place,
 )
 
 RATE = 16000
@@ -128,36 +121,25 @@ def structure(r: dict[str, Any]) -> float:
 
 
 def with_reading_pauses(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row with ``reading_longest``: the longest pause the speaker came back from inside the reading
-    its words end in (after the reading's first word), the rhythm a reading waits by (as ``FusedTurnStop``)."""
+    """Each row with ``pauses``: the pauses of its turn so far as (words before, seconds), as
+    ``FusedTurnState.pauses`` holds them."""
     pauses: list[tuple[int, float]] = []
     for r, before in zip(rows, [None, *rows[:-1]], strict=True):
         if before is None or before["end"] or before["call"] != r["call"]:
             pauses = []
         elif before["after"] is not None:
-            pauses.append((int(before["n"]), float(before["after"])))
-        start = reading_start(plain_words(r["text"]))
-        r["reading_longest"] = max((p for n, p in pauses if n > start), default=0.0)
+            pauses = [*pauses, (int(before["n"]), float(before["after"]))]
+        r["pauses"] = pauses
     return rows
-
-
-def group(r: dict[str, Any], longest: float) -> int:
-    """Where a reading stands (``Evidence.reading_group``), as ``FusedTurnStop.evidence`` says it."""
-    if not r["reading"]:
-        return 0
-    if longest > 0:
-        return LATER_GROUP
-    words = plain_words(r["text"])
-    start = reading_start(words)
-    if start == 0:
-        return WHOLE_TURN
-    return FIRST_GROUP if read_out(words[start:]) else 0
 
 
 def evidence(r: dict[str, Any], words: Any) -> Evidence:
     """What ``FusedTurnStop`` knows at this row's pause (a reading waits by the pauses inside it)."""
-    longest = r.get("reading_longest", r["longest"]) if r["reading"] else r["longest"]
-    return Evidence(r["audio"], words, r["reading"], r["n"], longest, structure(r), group(r, longest))
+    longest, group = r["longest"], 0
+    if r["reading"]:  # rows without pauses (a human set's): the turn's longest counts as inside
+        pauses = r.get("pauses", [(r["n"], r["longest"])])
+        longest, group = reading_place(plain_words(r["text"]), pauses)
+    return Evidence(r["audio"], words, r["reading"], r["n"], longest, structure(r), group)
 
 
 def logit(p: float) -> float:

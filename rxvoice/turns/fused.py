@@ -57,25 +57,13 @@ from .ending import (
     WordsEndModel,
     default_words_end,
     plain_words,
-    read_out,
     reading_end,
     reading_in_progress,
-    reading_start,
     stt_confidence,
 )
 from .reasons import TurnEndReason, model_label, no_vad_reason
 from .strategy import LIKELY, LIKELY_BEFORE_WORDS, NOTHING, Arm, Disarm, Effect, Effects, StopStrategy, stopped
-from .wait import (
-    DEFAULT_WAIT,
-    FIRST_GROUP,
-    LATER_GROUP,
-    WHOLE_TURN,
-    Evidence,
-    WaitModel,
-    check_patience,
-    end_log_odds,
-    needed_silence,
-)
+from .wait import DEFAULT_WAIT, Evidence, WaitModel, check_patience, end_log_odds, needed_silence, reading_place
 from .words_wait import WORDS_TYPES, WordsState, WordsWait, has_words
 
 __all__ = ["ASK_AT_PAUSE", "ASK_AUDIO", "ASK_WHEN_NEEDED", "FusedTurnState", "FusedTurnStop"]
@@ -119,10 +107,6 @@ class FusedTurnState(NamedTuple):
     """The STT's confidence in the last final's words (``None``: not given)."""
     foreign: bool = False
     """The STT said the last final is in a language the words' signal does not read."""
-    longest_pause: float = 0.0
-    """The longest pause the speaker came back from in this turn (its rhythm)."""
-    last_rhythm: float = 0.0
-    """The rhythm of the turn that ended last (a reopened turn goes on with it)."""
     pauses: tuple[tuple[int, float], ...] = ()
     """The pauses the speaker came back from in this turn, each as (words before it, seconds): a reading
     waits by the ones inside it (not one before it began, nor the one between a reopened turn's sentences)."""
@@ -134,6 +118,11 @@ class FusedTurnState(NamedTuple):
     """The latest interim words after the last final (what the last speech may turn out to say)."""
     audio_asked: bool = False
     """The audio model was asked about this pause (``ask_audio="when-needed"``: never twice)."""
+
+    @property
+    def longest_pause(self) -> float:
+        """The longest pause the speaker came back from in this turn (its rhythm)."""
+        return max((p for _, p in self.pauses), default=0.0)
 
     @property
     def speaking(self) -> bool:
@@ -265,17 +254,10 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         judged = self.judge_words(text, confidence) if fresh and not foreign else UNSURE
         reading = reading_in_progress(words)
         structure = reading_end(words, self._known) if reading else 0.0
-        group = 0  # not a reading, or a quantity or time begun after other words
-        if reading:
-            start = reading_start(words)
-            if pauses is not None:
-                longest_pause = max((p for n, p in pauses if n > start), default=0.0)
-            if longest_pause > 0:
-                group = LATER_GROUP
-            elif start == 0:
-                group = WHOLE_TURN
-            elif read_out(words[start:]):  # a code or name begun after other words
-                group = FIRST_GROUP
+        group = 0
+        if reading:  # no pauses given: the turn's longest counts as one inside the reading
+            given = ((len(words), longest_pause),) if pauses is None else pauses
+            longest_pause, group = reading_place(words, given)
         return Evidence(probability, judged, reading, len(words), longest_pause, structure, group)
 
     def needed_silence(self, evidence: Evidence) -> float:
@@ -408,16 +390,15 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         before = s.words
         words, effects = self.words.on_frame(s.words, frame, now)
         if t is VADUserStartedSpeakingFrame:
-            longest, pauses = s.longest_pause, s.pauses
+            pauses = s.pauses
             back_from = before.speech_end if before.vad_stopped else s.reopened_after
             if math.isfinite(back_from):  # back from a pause of this turn
                 pause = now - float(getattr(frame, "start_secs", 0.0)) - back_from
-                longest = max(longest, pause)
                 # where it fell, in words: a pause inside the STT's next final (its words not in yet) is
                 # placed before that final's words, as the turn's words stood when the speaker went on
                 pauses = (*pauses, (len(plain_words(before.text)), pause))
             s = s._replace(words=words, asks=s.asks.next_segment(), probability=None, no_vad=False,
-                           answered=False, longest_pause=longest, pauses=pauses, reopened_after=-math.inf, guess="")
+                           answered=False, pauses=pauses, reopened_after=-math.inf, guess="")
             if self.analyzer is None:
                 return s, (Disarm(_DECIDE), *effects)
             return s, (Disarm(_DECIDE), *effects, *vad_started(frame))
@@ -465,13 +446,12 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
 
     def on_turn_started(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         words, effects = self.words.reset(state.words)
-        s = FusedTurnState(words, state.asks, last_rhythm=state.last_rhythm, last_pauses=state.last_pauses)
+        s = FusedTurnState(words, state.asks, last_pauses=state.last_pauses)
         return s, (Disarm(_DECIDE), *effects)
 
     def on_turn_stopped(self, state: FusedTurnState, now: float) -> tuple[FusedTurnState, Effects]:
         words, effects = self.words.reset(state.words)
-        s = FusedTurnState(words, state.asks.next_segment(), last_rhythm=state.longest_pause,
-                           last_pauses=state.pauses)
+        s = FusedTurnState(words, state.asks.next_segment(), last_pauses=state.pauses)
         if self.analyzer is None:
             return s, (Disarm(_DECIDE), *effects)
         return s, (Disarm(_DECIDE), *effects, *clear_stream())
@@ -480,5 +460,4 @@ class FusedTurnStop(StopStrategy[FusedTurnState]):
         # The reopened turn keeps its words and its rhythm: "one" [answered] "two" reads as a number being
         # read again, and waits as such; the pause that was cut counts as one the speaker came back from.
         w = self.words.resumed(state.words, words)
-        return state._replace(words=w, longest_pause=state.last_rhythm, pauses=state.last_pauses,
-                              reopened_after=state.words.speech_end), NOTHING
+        return state._replace(words=w, pauses=state.last_pauses, reopened_after=state.words.speech_end), NOTHING

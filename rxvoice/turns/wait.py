@@ -38,11 +38,12 @@ and reported on the other half; see ``docs/turn-taking.md``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from ..errors import ConfigurationError
-from .ending import WordsEnd
+from .ending import WordsEnd, read_out, reading_start
 
 __all__ = [
     "DEFAULT_WAIT",
@@ -55,6 +56,7 @@ __all__ = [
     "end_log_odds",
     "expected_pause",
     "needed_silence",
+    "reading_place",
     "turn_over",
     "turn_over_log_odds",
 ]
@@ -101,6 +103,18 @@ LATER_GROUP = 2
 """``Evidence.reading_group``: a group after a pause inside the reading."""
 WHOLE_TURN = 3
 """``Evidence.reading_group``: the reading is the whole turn so far, with no pause inside it."""
+
+
+def reading_place(words: Sequence[str], pauses: Iterable[tuple[int, float]]) -> tuple[float, int]:
+    """For plain ``words`` that end inside a reading, and the turn's pauses as (words before, seconds):
+    the longest pause after the reading's first word (its rhythm) and where it stands (``reading_group``)."""
+    start = reading_start(words)
+    longest = max((p for n, p in pauses if n > start), default=0.0)
+    if longest > 0:
+        return longest, LATER_GROUP
+    if start == 0:
+        return 0.0, WHOLE_TURN
+    return 0.0, FIRST_GROUP if read_out(words[start:]) else 0  # a code or name begun after other words
 
 
 @dataclass(frozen=True)
